@@ -1,0 +1,5 @@
+"""``python -m retrievalagent`` runs the command-line interface."""
+
+from retrievalagent.cli import main
+
+main()

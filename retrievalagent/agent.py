@@ -1,0 +1,601 @@
+"""``init_agent`` and the agent it returns: ingestion, questions, streaming, memory, threads."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+from retrievalagent.config import Settings
+from retrievalagent.embeddings import resolve_embeddings
+from retrievalagent.errors import ConfigError
+from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
+from retrievalagent.ingest import Ingestor, IngestReport, expand_inputs, source_key
+from retrievalagent.memory import (
+    BackgroundWrites,
+    Mem0Backend,
+    MemoryBackend,
+    StoreBackend,
+    embedded_mem0,
+    user_id_from_config,
+)
+from retrievalagent.models import (
+    EvidenceGrader,
+    ExtractiveAnswerer,
+    FeedbackRewriter,
+    LLMAnswerer,
+    LLMGrader,
+    LLMRewriter,
+    resolve_model,
+)
+from retrievalagent.persistence import resolve_checkpointer, resolve_store
+from retrievalagent.retrieval import (
+    Condition,
+    EdgeIndex,
+    HybridRetriever,
+    HybridSearcher,
+    LexicalEncoder,
+    QueryEmbedder,
+    ServerIndex,
+    VectorIndex,
+    make_fuser,
+    to_source,
+)
+from retrievalagent.types import AgentResult, DrainReport, StreamEvent
+
+__all__ = ["RetrievalAgent", "init_agent"]
+
+_COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_BACKENDS = ("qdrant",)
+
+
+def _check_collection(collection: Any) -> str:
+    if not isinstance(collection, str) or not _COLLECTION.match(collection):
+        raise ConfigError(
+            f"collection={collection!r} is invalid: expected 1-64 characters of letters, digits, "
+            "'_', '-' or '.', starting with a letter or digit"
+        )
+    return collection
+
+
+def _make_index(settings: Settings, collection: str, qdrant_client: Any) -> VectorIndex:
+    if qdrant_client is not None:
+        return ServerIndex(qdrant_client, collection)
+    url = settings.backend_url
+    if url is None:
+        return EdgeIndex(Path(settings.data_dir) / collection / "index")
+    if url == ":memory:":
+        return EdgeIndex(None)
+    if url.startswith(("http://", "https://")):
+        return ServerIndex.from_url(url, collection, api_key=settings.qdrant_api_key)
+    raise ConfigError(
+        f"backend_url={url!r} is invalid: expected None (embedded index on disk), ':memory:' "
+        "(throwaway index) or an http(s):// URL of a Qdrant server"
+    )
+
+
+def _as_messages(history: Sequence[Any] | None) -> list[AnyMessage]:
+    """Conversation history from messages, ``(role, text)`` pairs or ``{"role", "content"}``."""
+    out: list[AnyMessage] = []
+    for item in history or []:
+        if isinstance(item, BaseMessage):
+            out.append(item)  # type: ignore[arg-type]
+            continue
+        if isinstance(item, Mapping):
+            role, text = item.get("role"), item.get("content")
+        elif isinstance(item, tuple | list) and len(item) == 2:
+            role, text = item
+        else:
+            raise ConfigError(
+                "history items must be messages, (role, text) pairs or {'role', 'content'} dicts, "
+                f"not {item!r}"
+            )
+        role = str(role).lower()
+        if role in ("user", "human"):
+            out.append(HumanMessage(str(text)))
+        elif role in ("assistant", "ai"):
+            out.append(AIMessage(str(text)))
+        elif role == "system":
+            out.append(SystemMessage(str(text)))
+        else:
+            raise ConfigError(
+                f"history role {role!r} is invalid: expected user, assistant or system"
+            )
+    return out
+
+
+class RetrievalAgent:
+    """A retrieval agent over one collection. Build it with :func:`init_agent`."""
+
+    def __init__(
+        self,
+        *,
+        collection: str,
+        settings: Settings,
+        embeddings: Embeddings,
+        model: BaseChatModel | None,
+        index: VectorIndex,
+        components: Components,
+        graph: CompiledStateGraph,
+        nodes: Nodes,
+        checkpointer: BaseCheckpointSaver | None,
+        store: BaseStore | None,
+        exit_stack: contextlib.ExitStack,
+    ) -> None:
+        self.collection = collection
+        self.settings = settings
+        self.embeddings = embeddings
+        self.model = model
+        self.index = index
+        self.checkpointer = checkpointer
+        self.memory_store = store
+        self.graph = graph
+        self._components = components
+        self._nodes = nodes
+        self._stateless: CompiledStateGraph | None = None
+        self._exit = exit_stack
+        self._ingestor = Ingestor(
+            index,
+            embeddings,
+            components.searcher.encoder,
+            settings.chunk_size,
+            settings.chunk_overlap,
+        )
+
+    def __repr__(self) -> str:
+        model = "offline" if self.model is None else type(self.model).__name__
+        return (
+            f"RetrievalAgent(collection={self.collection!r}, model={model}, "
+            f"index={self.index.location!r}, memory={self.memory_backend_name})"
+        )
+
+    @property
+    def memory(self) -> MemoryBackend | None:
+        """The long-term memory backend (None when memory is off)."""
+        return self._components.memory
+
+    @property
+    def memory_backend_name(self) -> str | None:
+        return None if self._components.memory is None else self._components.memory.name
+
+    @property
+    def offline(self) -> bool:
+        """True when no chat model is configured (extractive answers, evidence grades)."""
+        return self.model is None
+
+    # -- ingestion -------------------------------------------------------------------
+    def add_documents(
+        self,
+        inputs: Any,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        """Index files, folders, ``Document``\\ s or strings; unchanged ones are skipped.
+
+        Args:
+            inputs: One item or a list of: paths (files or folders of Markdown, text, HTML),
+                LangChain ``Document``\\ s, or text strings.
+            metadata: Added to every chunk's metadata (a ``Document``'s own metadata wins).
+            progress: Show a progress bar (default: only on a terminal).
+        """
+        docs = expand_inputs(inputs, metadata)
+        return self._ingestor.ingest(docs, progress=progress)
+
+    async def aadd_documents(
+        self,
+        inputs: Any,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        progress: bool | None = None,
+    ) -> IngestReport:
+        import asyncio
+
+        return await asyncio.to_thread(
+            self.add_documents, inputs, metadata=metadata, progress=progress
+        )
+
+    def delete_documents(
+        self, source: str | Path | None = None, *, filter: Mapping[str, Any] | None = None
+    ) -> int:
+        """Delete the chunks of a source (a file path, a folder path, or a source id) or of
+        every chunk matching a metadata ``filter``. Returns the number of chunks deleted."""
+        if source is None and not filter:
+            raise ConfigError("delete_documents needs a source or a filter")
+        conditions = self._components.searcher.conditions(filter)
+        if source is None:
+            return self.index.delete(conditions)
+        path = Path(str(source)).expanduser()
+        keys = [str(source)]
+        if path.exists():
+            resolved = source_key(path)
+            if path.is_dir():
+                prefix = resolved.rstrip("/") + "/"
+                keys = [s for s in self.index.sources() if s.startswith(prefix)]
+            else:
+                keys = [resolved]
+        return sum(self.index.delete([Condition("source", "match", k), *conditions]) for k in keys)
+
+    def sources(self) -> dict[str, int]:
+        """Every indexed source and its number of chunks."""
+        return self.index.sources()
+
+    def count(self) -> int:
+        """The number of chunks in the collection."""
+        return self.index.count()
+
+    # -- retrieval only ----------------------------------------------------------------
+    def search(
+        self, query: str, *, top_k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Hybrid search without an answer: the fused passages, best first."""
+        hits, _ = self._components.searcher.search(query, top_k or self.settings.top_k, filter)
+        return [to_source(h) for h in hits]
+
+    async def asearch(
+        self, query: str, *, top_k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        hits = await self._components.searcher.asearch(query, top_k or self.settings.top_k, filter)
+        return [to_source(h) for h in hits]
+
+    def as_retriever(
+        self, *, top_k: int | None = None, filter: Mapping[str, Any] | None = None
+    ) -> HybridRetriever:
+        """A LangChain ``BaseRetriever`` over the same hybrid search."""
+        return HybridRetriever(
+            searcher=self._components.searcher,
+            top_k=top_k or self.settings.top_k,
+            filter=dict(filter) if filter else None,
+        )
+
+    # -- questions -------------------------------------------------------------------
+    def _input(
+        self, question: str | Mapping[str, Any], filter: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        if isinstance(question, Mapping):
+            payload = dict(question)
+            payload.setdefault("filter", dict(filter) if filter else None)
+            return payload
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigError("question must be a non-empty string")
+        if filter is not None:
+            self._components.searcher.conditions(filter)  # validate now, with a clear error
+        return {"question": question.strip(), "filter": dict(filter) if filter else None}
+
+    def _config(self, config: RunnableConfig | None, graph: CompiledStateGraph) -> RunnableConfig:
+        config = dict(config or {})  # type: ignore[assignment]
+        configurable = dict(config.get("configurable") or {})
+        if graph.checkpointer is not None and not configurable.get("thread_id"):
+            raise ConfigError(
+                "this agent has a checkpointer, so each call needs a thread id: "
+                "config={'configurable': {'thread_id': '...'}}"
+            )
+        metadata = dict(config.get("metadata") or {})
+        metadata.setdefault("user_id", user_id_from_config(config))
+        metadata.setdefault("collection", self.collection)
+        config["metadata"] = metadata
+        config["configurable"] = configurable
+        return config  # type: ignore[return-value]
+
+    @staticmethod
+    def _result(state: Mapping[str, Any], config: RunnableConfig) -> AgentResult:
+        result = AgentResult(state)
+        result["documents"] = [
+            Document(
+                page_content=s.get("text", ""),
+                id=s.get("id"),
+                metadata={
+                    **s.get("metadata", {}),
+                    "source": s.get("source"),
+                    "score": s.get("score"),
+                    "chunk_id": s.get("id"),
+                },
+            )
+            for s in state.get("sources") or []
+        ]
+        result.setdefault("thread_id", (config.get("configurable") or {}).get("thread_id"))
+        return result
+
+    def invoke(
+        self,
+        question: str | Mapping[str, Any],
+        config: RunnableConfig | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> AgentResult:
+        """Answer one question (one turn of the thread named in ``config``, if any).
+
+        Args:
+            question: The question, or a graph input mapping (``{"messages": [...]}``).
+            config: LangGraph config; ``configurable.thread_id`` selects the conversation
+                (with a checkpointer), ``configurable.user_id`` the memory owner.
+            filter: Restrict retrieval to chunks whose metadata match.
+        """
+        config = self._config(config, self.graph)
+        state = self.graph.invoke(self._input(question, filter), config)
+        return self._result(state, config)
+
+    async def ainvoke(
+        self,
+        question: str | Mapping[str, Any],
+        config: RunnableConfig | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> AgentResult:
+        """Async :meth:`invoke`; memory writes run as tasks on the caller's loop."""
+        config = self._config(config, self.graph)
+        state = await self.graph.ainvoke(self._input(question, filter), config)
+        return self._result(state, config)
+
+    def _event(self, mode: str, chunk: Any) -> StreamEvent | None:
+        if mode == "updates":
+            for node, update in chunk.items():
+                return StreamEvent(type="node", node=node, update=update or {})
+        if mode == "messages":
+            message, meta = chunk
+            if meta.get("langgraph_node") == "generate" and getattr(message, "content", ""):
+                content = message.content
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else "".join(b.get("text", "") for b in content if isinstance(b, dict))
+                )
+                if text:
+                    return StreamEvent(type="token", text=text)
+        if mode == "custom" and isinstance(chunk, Mapping) and "token" in chunk:
+            return StreamEvent(type="token", text=str(chunk["token"]))
+        return None
+
+    _MODES: ClassVar[list[str]] = ["updates", "messages", "custom", "values"]
+
+    def stream(
+        self,
+        question: str | Mapping[str, Any],
+        config: RunnableConfig | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Yield node updates (``type="node"``) and answer pieces (``type="token"``) as they
+        happen, then the final result (``type="result"``)."""
+        config = self._config(config, self.graph)
+        final: Mapping[str, Any] = {}
+        for mode, chunk in self.graph.stream(
+            self._input(question, filter), config, stream_mode=self._MODES
+        ):
+            if mode == "values":
+                final = chunk
+            elif (event := self._event(mode, chunk)) is not None:
+                yield event
+        yield StreamEvent(type="result", result=self._result(final, config))
+
+    async def astream(
+        self,
+        question: str | Mapping[str, Any],
+        config: RunnableConfig | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Async :meth:`stream`."""
+        config = self._config(config, self.graph)
+        final: Mapping[str, Any] = {}
+        async for mode, chunk in self.graph.astream(
+            self._input(question, filter), config, stream_mode=self._MODES
+        ):
+            if mode == "values":
+                final = chunk
+            elif (event := self._event(mode, chunk)) is not None:
+                yield event
+        yield StreamEvent(type="result", result=self._result(final, config))
+
+    def _stateless_graph(self) -> CompiledStateGraph:
+        if self._stateless is None:
+            self._stateless = build_graph(self._nodes, store=self.memory_store)
+        return self._stateless
+
+    def _chat_input(self, question: str, history: Sequence[Any] | None) -> dict[str, Any]:
+        if not isinstance(question, str) or not question.strip():
+            raise ConfigError("question must be a non-empty string")
+        return {
+            "messages": [*_as_messages(history), HumanMessage(question.strip())],
+            "filter": None,
+        }
+
+    def chat(
+        self,
+        question: str,
+        history: Sequence[Any] | None = None,
+        config: RunnableConfig | None = None,
+    ) -> str:
+        """Multi-turn without persistence: answer ``question`` given earlier ``history``.
+
+        ``history`` holds messages, ``(role, text)`` pairs or ``{"role", "content"}`` dicts.
+        Returns the answer text; use :meth:`invoke` for sources and trace.
+        """
+        graph = self._stateless_graph()
+        config = self._config(config, graph)
+        return str(graph.invoke(self._chat_input(question, history), config)["answer"])
+
+    async def achat(
+        self,
+        question: str,
+        history: Sequence[Any] | None = None,
+        config: RunnableConfig | None = None,
+    ) -> str:
+        graph = self._stateless_graph()
+        config = self._config(config, graph)
+        return str((await graph.ainvoke(self._chat_input(question, history), config))["answer"])
+
+    # -- background memory writes ----------------------------------------------------------
+    def drain_background(self, timeout: float | None = None) -> DrainReport:
+        """Wait for scheduled memory writes; returns counts of landed, failed and pending."""
+        return self._components.writes.drain(timeout)
+
+    async def adrain_background(self, timeout: float | None = None) -> DrainReport:
+        """Await scheduled memory writes without blocking the loop."""
+        return await self._components.writes.adrain(timeout)
+
+    @property
+    def background(self) -> BackgroundWrites:
+        return self._components.writes
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Wait for memory writes (bounded by ``drain_timeout``), then release the index and
+        anything ``init_agent`` opened."""
+        self._components.writes.close(self.settings.drain_timeout)
+        self.index.close()
+        self._exit.close()
+
+    def __enter__(self) -> RetrievalAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def init_agent(
+    collection: str,
+    *,
+    model: BaseChatModel | str | None = None,
+    backend: str | None = None,
+    backend_url: str | None = None,
+    embeddings: Embeddings | str | None = None,
+    checkpointer: Any = None,
+    memory_store: Any = None,
+    mem0_memory: Any = None,
+    memory: bool = False,
+    qdrant_client: Any = None,
+    **settings: Any,
+) -> RetrievalAgent:
+    """Build a retrieval agent over ``collection``.
+
+    Args:
+        collection: The corpus name (a Qdrant collection; a folder under the data dir).
+        model: A chat model, an ``init_chat_model`` string such as ``"openai:gpt-5.4"``, or
+            ``None`` for offline mode (extractive answers, no LLM). Env: ``RAG_MODEL``.
+        backend: Vector backend; only ``"qdrant"``.
+        backend_url: ``None`` for the embedded Qdrant engine on disk, ``":memory:"`` for a
+            throwaway index, or ``"http(s)://host:6333"`` for a Qdrant server.
+        embeddings: A LangChain ``Embeddings``, a ``"provider:model"`` string, or ``None`` for
+            the packaged offline model.
+        checkpointer: Any LangGraph checkpointer (or a ``from_conn_string(...)`` context
+            manager, which is entered for you) for per-thread conversations.
+        memory_store: A LangGraph ``BaseStore`` for per-user long-term memory.
+        mem0_memory: A mem0 ``Memory`` / ``AsyncMemory`` (wins over ``memory_store``).
+        memory: ``True`` for an embedded mem0 built from this agent's model and embeddings.
+        qdrant_client: A ready ``QdrantClient`` to use instead of ``backend_url``.
+        **settings: Any field of :class:`~retrievalagent.Settings` (``top_k``,
+            ``memory_relevance_threshold``, ``data_dir``, ...); each also reads its
+            ``RAG_*`` env var, and an explicit argument wins.
+
+    Raises:
+        ConfigError: an argument or env var is invalid; the message names it.
+    """
+    collection = _check_collection(collection)
+    if backend is not None and backend not in _BACKENDS:
+        raise ConfigError(f"backend={backend!r} is invalid: accepted: {', '.join(_BACKENDS)}")
+    if not isinstance(memory, bool):
+        raise ConfigError(f"memory must be True or False, not {memory!r}")
+    if model is not None and not isinstance(model, str | BaseChatModel):
+        raise ConfigError(
+            f"model must be a 'provider:model' string, a BaseChatModel or None, "
+            f"not {type(model).__name__}"
+        )
+    if embeddings is not None and not isinstance(embeddings, str | Embeddings):
+        raise ConfigError(
+            f"embeddings must be an Embeddings instance, a 'provider:model' string "
+            f"or None, not {type(embeddings).__name__}"
+        )
+    cfg = Settings.load(
+        model=model if isinstance(model, str) else None,
+        embeddings=embeddings if isinstance(embeddings, str) else None,
+        backend=backend,
+        backend_url=backend_url,
+        **settings,
+    )
+    exit_stack = contextlib.ExitStack()
+    saver = resolve_checkpointer(checkpointer, exit_stack)
+    store = resolve_store(memory_store, exit_stack)
+    chat_model = resolve_model(model if isinstance(model, BaseChatModel) else cfg.model)
+    base_embeddings = resolve_embeddings(
+        embeddings if isinstance(embeddings, Embeddings) else cfg.embeddings,
+        batch_size=cfg.embed_batch_size,
+    )
+    embedder = QueryEmbedder(base_embeddings)
+    index = _make_index(cfg, collection, qdrant_client)
+    try:
+        dimension = getattr(base_embeddings, "dimension", None) or len(embedder.embed("dimension"))
+        index.ensure(int(dimension))
+        encoder = LexicalEncoder()
+        searcher = HybridSearcher(
+            index,
+            embedder,
+            encoder,
+            make_fuser(cfg.fusion, rrf_k=cfg.rrf_k, dense_weight=cfg.dense_weight),
+            cfg.fetch_k,
+        )
+        evidence = EvidenceGrader(encoder, index, embedder, cfg.min_confidence)
+        backend_impl: MemoryBackend | None = None
+        if mem0_memory is not None:
+            backend_impl = Mem0Backend(mem0_memory)
+        elif memory:
+            backend_impl = embedded_mem0(
+                Path(cfg.data_dir), collection, chat_model, embedder, int(dimension)
+            )
+        elif store is not None:
+            name = getattr(base_embeddings, "model_name", None) or type(base_embeddings).__name__
+            backend_impl = StoreBackend(
+                store, embedder, f"{name}:{dimension}", cfg.memory_scan_limit
+            )
+        components = Components(
+            settings=cfg,
+            searcher=searcher,
+            answerer=LLMAnswerer(chat_model)
+            if chat_model
+            else ExtractiveAnswerer(encoder, embedder),
+            grader=LLMGrader(chat_model) if chat_model else evidence,
+            fallback_grader=evidence,
+            rewriter=LLMRewriter(chat_model) if chat_model else FeedbackRewriter(encoder),
+            memory=backend_impl,
+            writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),
+            trace_log=TraceLog(Path(cfg.trace_file)) if cfg.trace_file else None,
+            collection=collection,
+        )
+        nodes = Nodes(components)
+        graph = build_graph(
+            nodes, checkpointer=saver, store=store, name=f"retrievalagent:{collection}"
+        )
+    except BaseException:
+        index.close()
+        exit_stack.close()
+        raise
+    return RetrievalAgent(
+        collection=collection,
+        settings=cfg,
+        embeddings=base_embeddings,
+        model=chat_model,
+        index=index,
+        components=components,
+        graph=graph,
+        nodes=nodes,
+        checkpointer=saver,
+        store=store,
+        exit_stack=exit_stack,
+    )
+
+
+def new_thread_id() -> str:
+    """A fresh random thread id."""
+    return uuid.uuid4().hex

@@ -1,0 +1,298 @@
+"""The ``retrievalagent`` command: demo, ingest, ask, chat, graph, sources, delete.
+
+Errors print one line (``--debug`` shows the traceback). Options not given fall back to
+the ``RAG_*`` environment variables, exactly as ``init_agent`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="retrievalagent",
+    help="Retrieval agents with long-term memory: hybrid search, cited answers, offline by default.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+_state: dict[str, Any] = {"debug": False}
+
+CollectionOpt = Annotated[str, typer.Option("--collection", "-c", help="Collection (corpus) name.")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Chat model, e.g. 'openai:gpt-5.4' (default: RAG_MODEL, else offline).",
+    ),
+]
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--backend-url", help="':memory:' or http(s):// Qdrant URL (default: embedded on disk)."
+    ),
+]
+DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", help="Where embedded indexes live.")]
+
+DEMO_COLLECTION = "retrievalagent-demo"
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except (KeyboardInterrupt, typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:
+        if _state["debug"]:
+            raise
+        err.print(f"[bold red]error:[/] {escape(str(exc) or type(exc).__name__)}")
+        raise typer.Exit(1) from None
+
+
+def _agent(
+    collection: str,
+    model: str | None,
+    backend_url: str | None,
+    data_dir: Path | None,
+    **settings: Any,
+) -> Any:
+    from retrievalagent import init_agent
+
+    return init_agent(
+        collection,
+        model=model,
+        backend_url=backend_url,
+        data_dir=data_dir,
+        **{k: v for k, v in settings.items() if v is not None},
+    )
+
+
+def _display_path(source: str, root: str | None = None) -> str:
+    for base in (root, os.getcwd()):
+        if base and source.startswith(base.rstrip("/") + "/"):
+            return source[len(base.rstrip("/")) + 1 :]
+    return source
+
+
+def _print_answer(result: Any, root: str | None = None, trace: bool = False) -> None:
+    console.print(escape(result.answer), soft_wrap=True)
+    if result.sources:
+        console.print("[dim]Sources:[/]")
+        for number, src in enumerate(result.sources, 1):
+            where = _display_path(src["source"], root)
+            heading = " > ".join(src.get("headings") or [])
+            suffix = f" — {heading}" if heading else ""
+            console.print(
+                f"  [cyan][{number}][/] {escape(where)}{escape(suffix)} "
+                f"[dim](score {src['score']:.3f})[/]"
+            )
+    if not result.get("llm_used"):
+        console.print(
+            "[dim]offline mode: an extractive answer from the passages; no LLM was used[/]"
+        )
+    if trace:
+        _print_trace(result.trace)
+
+
+def _print_trace(events: Sequence[dict[str, Any]]) -> None:
+    tree = Tree("[bold]trace[/]")
+    for event in events:
+        node = event.get("node", "?")
+        style = "red" if "error" in event else ("yellow" if "skipped" in event else "green")
+        branch = tree.add(f"[{style}]{escape(str(node))}[/]")
+        for key, value in event.items():
+            if key == "node":
+                continue
+            text = json.dumps(value, default=str) if not isinstance(value, str) else value
+            branch.add(f"[dim]{escape(key)}[/]: {escape(text[:300])}")
+    console.print(tree)
+
+
+@app.command()
+def demo(
+    question: Annotated[
+        list[str] | None,
+        typer.Option("--question", "-q", help="Ask this instead of the bundled questions."),
+    ] = None,
+    data_dir: DataDirOpt = None,
+    trace: Annotated[bool, typer.Option("--trace", help="Show each turn's trace.")] = False,
+) -> None:
+    """Index the bundled sample docs and answer a few questions about them, offline."""
+    from retrievalagent import sample_docs_path
+
+    with _errors():
+        root = sample_docs_path()
+        rag = _agent(DEMO_COLLECTION, None, None, data_dir)
+        with rag:
+            console.print(f"[bold]Indexing[/] the sample docs in {escape(root)}")
+            report = rag.add_documents(root)
+            console.print(f"  {escape(str(report))}; the collection holds {rag.count()} chunks\n")
+            if not question:
+                bundled = json.loads((Path(root) / "questions.json").read_text())
+                picks = [q for q in bundled if q.get("demo")] or bundled[:5]
+                question = [q["question"] for q in picks]
+            for text in question:
+                console.rule(f"[bold]{escape(text)}")
+                _print_answer(rag.invoke(text), root, trace)
+                console.print()
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[str], typer.Argument(help="Files or folders (Markdown, text, HTML).")],
+    collection: CollectionOpt = "docs",
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    meta: Annotated[
+        list[str] | None, typer.Option("--meta", help="key=value metadata for every chunk.")
+    ] = None,
+) -> None:
+    """Index documents into a collection (unchanged files are skipped)."""
+    with _errors():
+        metadata = {}
+        for item in meta or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise typer.BadParameter(f"--meta expects key=value, got {item!r}")
+            metadata[key] = value
+        with _agent(collection, None, backend_url, data_dir) as rag:
+            report = rag.add_documents(paths, metadata=metadata or None)
+            console.print(
+                f"{escape(str(report))}; collection {collection!r} holds {rag.count()} chunks"
+            )
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    collection: CollectionOpt = "docs",
+    model: ModelOpt = None,
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", help="Passages to answer from.")] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="user_id for long-term memory.")
+    ] = None,
+    memory: Annotated[bool, typer.Option("--memory", help="Use the embedded mem0 memory.")] = False,
+    trace: Annotated[bool, typer.Option("--trace", help="Show the trace as a tree.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Answer one question with citations."""
+    with _errors():
+        with _agent(collection, model, backend_url, data_dir, top_k=top_k, memory=memory) as rag:
+            if rag.count() == 0:
+                raise ValueError(
+                    f"collection {collection!r} is empty; run "
+                    f"'retrievalagent ingest PATH --collection {collection}' first"
+                )
+            config = {"configurable": {"user_id": user}} if user else None
+            result = rag.invoke(question, config=config)
+            if as_json:
+                out = {
+                    k: v
+                    for k, v in result.items()
+                    if k
+                    in (
+                        "question",
+                        "answer",
+                        "sources",
+                        "trace",
+                        "memory_context",
+                        "memory_fact",
+                        "generated_by",
+                        "grade",
+                    )
+                }
+                console.print_json(json.dumps(out, default=str))
+            else:
+                _print_answer(result, trace=trace)
+
+
+@app.command()
+def chat(
+    collection: CollectionOpt = "docs",
+    model: ModelOpt = None,
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    trace: Annotated[bool, typer.Option("--trace", help="Show each turn's trace.")] = False,
+) -> None:
+    """Talk with your documents (multi-turn; empty line or Ctrl-D to quit)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    with _errors(), _agent(collection, model, backend_url, data_dir) as rag:
+        history: list[Any] = []
+        console.print("[dim]Ask a question (empty line to quit).[/]")
+        while True:
+            try:
+                question = console.input("[bold green]you>[/] ").strip()
+            except EOFError:
+                break
+            if not question:
+                break
+            result = rag.invoke({"messages": [*history, HumanMessage(question)]})
+            _print_answer(result, trace=trace)
+            history += [HumanMessage(question), AIMessage(result.answer)]
+
+
+@app.command()
+def graph(
+    collection: CollectionOpt = "docs",
+    backend_url: Annotated[str, typer.Option("--backend-url")] = ":memory:",
+) -> None:
+    """Print the agent's graph as a Mermaid diagram."""
+    with _errors(), _agent(collection, None, backend_url, None) as rag:
+        console.print(rag.graph.get_graph().draw_mermaid(), markup=False, highlight=False)
+
+
+@app.command()
+def sources(
+    collection: CollectionOpt = "docs", backend_url: UrlOpt = None, data_dir: DataDirOpt = None
+) -> None:
+    """List the indexed sources and their chunk counts."""
+    with _errors(), _agent(collection, None, backend_url, data_dir) as rag:
+        for source, count in sorted(rag.sources().items()):
+            console.print(f"{count:6d}  {escape(_display_path(source))}")
+
+
+@app.command()
+def delete(
+    source: Annotated[str, typer.Argument(help="A file or folder path, or a source id.")],
+    collection: CollectionOpt = "docs",
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Remove a source's chunks from a collection."""
+    with _errors(), _agent(collection, None, backend_url, data_dir) as rag:
+        console.print(f"deleted {rag.delete_documents(source)} chunk(s)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    app(args=list(argv) if argv is not None else None, prog_name="retrievalagent")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])

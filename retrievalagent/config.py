@@ -1,0 +1,368 @@
+"""One settings object for every knob of an agent, and the only place env vars are read.
+
+Each field of :class:`Settings` names its ``RAG_*`` variable, default, accepted values and
+meaning in its metadata, so validation, error messages and the docs' configuration table all
+come from the same declaration. Precedence: explicit argument > environment > default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retrievalagent.errors import ConfigError
+
+__all__ = ["FUSION_METHODS", "Settings", "default_data_dir", "env_table"]
+
+FUSION_METHODS = ("rrf", "weighted_rrf", "convex", "adaptive")
+
+
+def default_data_dir() -> Path:
+    """The per-user data directory (``~/.local/share/retrievalagent`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("retrievalagent", appauthor=False))
+
+
+def _knob(
+    env: str,
+    default: Any,
+    doc: str,
+    *,
+    kind: type | tuple[type, ...],
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[str, ...] | None = None,
+    optional: bool = False,
+    secret: bool = False,
+) -> Any:
+    return field(
+        default=default,
+        metadata={
+            "env": env,
+            "doc": doc,
+            "kind": kind,
+            "low": low,
+            "high": high,
+            "choices": choices,
+            "optional": optional,
+            "secret": secret,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of an agent. Build it with :meth:`Settings.load`; it is immutable."""
+
+    # models and backends
+    model: str | None = _knob(
+        "RAG_MODEL",
+        None,
+        "Chat model as an `init_chat_model` string; unset = offline mode.",
+        kind=str,
+        optional=True,
+    )
+    embeddings: str | None = _knob(
+        "RAG_EMBEDDINGS",
+        None,
+        "Embeddings as a `provider:model` string; unset = the packaged offline MiniLM model.",
+        kind=str,
+        optional=True,
+    )
+    backend: str = _knob("RAG_BACKEND", "qdrant", "Vector backend.", kind=str, choices=("qdrant",))
+    backend_url: str | None = _knob(
+        "RAG_BACKEND_URL",
+        None,
+        "Unset = embedded Qdrant on disk; `:memory:` = throwaway; `http(s)://...` = Qdrant server.",
+        kind=str,
+        optional=True,
+    )
+    qdrant_api_key: str | None = _knob(
+        "RAG_QDRANT_API_KEY",
+        None,
+        "API key for a Qdrant server or cloud cluster.",
+        kind=str,
+        optional=True,
+        secret=True,
+    )
+    data_dir: Path = _knob(
+        "RAG_DATA_DIR",
+        None,
+        "Where embedded indexes and embedded mem0 live (default: the per-user data dir).",
+        kind=Path,
+    )
+    # retrieval
+    top_k: int = _knob("RAG_TOP_K", 5, "Passages given to the answer.", kind=int, low=1, high=100)
+    fetch_k: int = _knob(
+        "RAG_FETCH_K",
+        30,
+        "Candidates each retriever returns before fusion.",
+        kind=int,
+        low=1,
+        high=1000,
+    )
+    fusion: str = _knob(
+        "RAG_FUSION",
+        "adaptive",
+        "How the dense and BM25 lists are fused.",
+        kind=str,
+        choices=FUSION_METHODS,
+    )
+    rrf_k: int = _knob(
+        "RAG_RRF_K", 60, "The k constant of reciprocal rank fusion.", kind=int, low=1, high=1000
+    )
+    dense_weight: float = _knob(
+        "RAG_DENSE_WEIGHT",
+        0.5,
+        "Weight of the dense list in weighted fusions (BM25 gets 1 - this).",
+        kind=float,
+        low=0.0,
+        high=1.0,
+    )
+    max_retries: int = _knob(
+        "RAG_MAX_RETRIES",
+        1,
+        "Query rewrites after an insufficient answer.",
+        kind=int,
+        low=0,
+        high=5,
+    )
+    min_confidence: float = _knob(
+        "RAG_MIN_CONFIDENCE",
+        0.35,
+        "Grader confidence below which an answer counts as insufficient.",
+        kind=float,
+        low=0.0,
+        high=1.0,
+    )
+    # ingestion
+    chunk_size: int = _knob(
+        "RAG_CHUNK_SIZE", 1000, "Target chunk length in characters.", kind=int, low=100, high=20000
+    )
+    chunk_overlap: int = _knob(
+        "RAG_CHUNK_OVERLAP",
+        120,
+        "Characters shared by adjacent chunks.",
+        kind=int,
+        low=0,
+        high=5000,
+    )
+    embed_batch_size: int = _knob(
+        "RAG_EMBED_BATCH_SIZE", 32, "Texts per embedding call.", kind=int, low=1, high=4096
+    )
+    # memory
+    memory_relevance_threshold: float = _knob(
+        "RAG_MEMORY_RELEVANCE_THRESHOLD",
+        0.7,
+        "Minimum similarity a recalled memory needs to reach retrieval and generation.",
+        kind=float,
+        low=0.0,
+        high=1.0,
+    )
+    memory_storage_threshold: float = _knob(
+        "RAG_MEMORY_STORAGE_THRESHOLD",
+        0.85,
+        "Minimum grader `memory_confidence` before a fact is written.",
+        kind=float,
+        low=0.0,
+        high=1.0,
+    )
+    memory_top_k: int = _knob(
+        "RAG_MEMORY_TOP_K", 5, "Memories fetched per recall.", kind=int, low=1, high=100
+    )
+    memory_timeout: float = _knob(
+        "RAG_MEMORY_TIMEOUT",
+        10.0,
+        "Seconds a memory read or write may take before it is "
+        "abandoned (the answer never waits longer).",
+        kind=float,
+        low=0.01,
+        high=3600,
+    )
+    memory_scan_limit: int = _knob(
+        "RAG_MEMORY_SCAN_LIMIT",
+        500,
+        "Most recent memories per user scored client-side when the store has no vector index.",
+        kind=int,
+        low=1,
+        high=100000,
+    )
+    max_pending_writes: int = _knob(
+        "RAG_MAX_PENDING_WRITES",
+        256,
+        "Background memory writes in flight before new ones wait for a free slot.",
+        kind=int,
+        low=1,
+        high=100000,
+    )
+    drain_timeout: float = _knob(
+        "RAG_DRAIN_TIMEOUT",
+        30.0,
+        "Seconds the exit hook waits for pending memory writes.",
+        kind=float,
+        low=0.0,
+        high=3600,
+    )
+    # conversations
+    history_tokens: int = _knob(
+        "RAG_HISTORY_TOKENS",
+        2000,
+        "Token budget for conversation history sent to the model.",
+        kind=int,
+        low=0,
+        high=1_000_000,
+    )
+    max_thread_messages: int | None = _knob(
+        "RAG_MAX_THREAD_MESSAGES",
+        None,
+        "Keep only the last N messages in a thread (FIFO); unset keeps everything.",
+        kind=int,
+        low=2,
+        high=1_000_000,
+        optional=True,
+    )
+    # observability
+    trace_file: Path | None = _knob(
+        "RAG_TRACE_FILE",
+        None,
+        "Append every turn's trace as one JSON line to this file.",
+        kind=Path,
+        optional=True,
+    )
+
+    def __post_init__(self) -> None:
+        if self.data_dir is None:
+            object.__setattr__(self, "data_dir", default_data_dir())
+        if self.chunk_overlap >= self.chunk_size:
+            raise ConfigError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size "
+                f"({self.chunk_size})"
+            )
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``overrides`` (``None`` = not given), then ``env``, then defaults.
+
+        Raises:
+            ConfigError: an unknown override, or a value outside its accepted range; the
+                message names the argument or the env var.
+        """
+        env = os.environ if env is None else env
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - set(known))
+        if unknown:
+            raise ConfigError(
+                f"unknown setting(s) {', '.join(unknown)}; accepted: {', '.join(sorted(known))}"
+            )
+        values: dict[str, Any] = {}
+        for name, f in known.items():
+            meta = f.metadata
+            if overrides.get(name) is not None:
+                values[name] = _check(name, overrides[name], meta, source="argument")
+            elif meta["env"] in env and env[meta["env"]].strip() != "":
+                raw = env[meta["env"]].strip()
+                values[name] = _check(
+                    meta["env"], _parse(meta["env"], raw, meta), meta, source="environment variable"
+                )
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` applied and validated."""
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        checked = {}
+        for name, value in changes.items():
+            if name not in fields:
+                raise ConfigError(f"unknown setting {name!r}")
+            checked[name] = (
+                value if value is None else _check(name, value, fields[name].metadata, "argument")
+            )
+        return dataclasses.replace(self, **checked)
+
+    def public_dict(self) -> dict[str, Any]:
+        """The settings as plain values, secrets masked (for logs and `--trace` output)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.metadata["secret"] and value:
+                value = "***"
+            out[f.name] = str(value) if isinstance(value, Path) else value
+        return out
+
+
+def _describe(meta: Mapping[str, Any]) -> str:
+    if meta["choices"]:
+        return "one of " + ", ".join(repr(c) for c in meta["choices"])
+    kind = meta["kind"]
+    name = {int: "an integer", float: "a number", str: "a string", Path: "a path"}.get(kind, "")
+    low, high = meta["low"], meta["high"]
+    if low is not None and high is not None:
+        return f"{name} from {low:g} to {high:g}"
+    return name
+
+
+def _parse(env_name: str, raw: str, meta: Mapping[str, Any]) -> Any:
+    kind = meta["kind"]
+    try:
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        if kind is Path:
+            return Path(raw).expanduser()
+        return raw
+    except ValueError:
+        raise ConfigError(
+            f"environment variable {env_name}={raw!r} is invalid: expected {_describe(meta)}"
+        ) from None
+
+
+def _check(name: str, value: Any, meta: Mapping[str, Any], source: str) -> Any:
+    kind: Callable[..., Any] = meta["kind"]
+    problem = None
+    if kind is Path:
+        if not isinstance(value, str | os.PathLike):
+            problem = "expected a path"
+        else:
+            value = Path(value).expanduser()
+    elif kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            problem = "expected a number"
+        else:
+            value = float(value)
+    elif kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            problem = "expected an integer"
+    elif not isinstance(value, kind):
+        problem = f"expected {_describe(meta)}"
+    if problem is None and meta["choices"] and value not in meta["choices"]:
+        problem = f"expected {_describe(meta)}"
+    if problem is None and meta["low"] is not None and not (meta["low"] <= value <= meta["high"]):
+        problem = f"expected {_describe(meta)}"
+    if problem:
+        label = f"{source} {name}"
+        raise ConfigError(f"{label}={value!r} is invalid: {problem}")
+    return value
+
+
+def env_table() -> list[dict[str, str]]:
+    """Rows of the configuration table in the docs: env var, setting, default, accepted, meaning."""
+    rows = []
+    for f in dataclasses.fields(Settings):
+        meta = f.metadata
+        default = "per-user data dir" if f.name == "data_dir" else f.default
+        rows.append(
+            {
+                "env": meta["env"],
+                "setting": f.name,
+                "default": "unset" if default is None else str(default),
+                "accepted": _describe(meta) + (" (optional)" if meta["optional"] else ""),
+                "meaning": meta["doc"],
+            }
+        )
+    return rows

@@ -1,0 +1,40 @@
+"""Embedding models: the packaged offline default, and resolution of user choices.
+
+Anything implementing LangChain's ``Embeddings`` can be passed to ``init_agent``; a
+``"provider:model"`` string goes through LangChain's ``init_embeddings``.
+"""
+
+from __future__ import annotations
+
+from langchain_core.embeddings import Embeddings
+
+from retrievalagent.embeddings._minilm import MiniLMEmbeddings
+from retrievalagent.errors import ConfigError
+
+__all__ = ["MiniLMEmbeddings", "resolve_embeddings"]
+
+
+def resolve_embeddings(spec: Embeddings | str | None, *, batch_size: int = 32) -> Embeddings:
+    """An ``Embeddings`` from an instance, a ``"provider:model"`` string, or ``None``."""
+    if spec is None:
+        return MiniLMEmbeddings(batch_size=batch_size)
+    if isinstance(spec, Embeddings):
+        return spec
+    if isinstance(spec, str):
+        if spec in ("minilm", "default", MiniLMEmbeddings.model_name):
+            return MiniLMEmbeddings(batch_size=batch_size)
+        if ":" not in spec:
+            raise ConfigError(
+                f"embeddings={spec!r} is invalid: expected an Embeddings instance, None, "
+                "or a 'provider:model' string such as 'openai:text-embedding-3-small'"
+            )
+        from langchain.embeddings import init_embeddings
+
+        try:
+            return init_embeddings(spec)
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(f"embeddings={spec!r} could not be created: {exc}") from exc
+    raise ConfigError(
+        f"embeddings must be an Embeddings instance, a 'provider:model' string or None, "
+        f"not {type(spec).__name__}"
+    )

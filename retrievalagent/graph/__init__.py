@@ -1,0 +1,18 @@
+"""The agent's LangGraph: state, nodes and wiring."""
+
+from retrievalagent.graph._builder import NODE_NAMES, build_graph
+from retrievalagent.graph._history import fifo_removals, history_for_model, last_exchange
+from retrievalagent.graph._nodes import Components, Nodes, TraceLog
+from retrievalagent.graph._state import AgentState
+
+__all__ = [
+    "NODE_NAMES",
+    "AgentState",
+    "Components",
+    "Nodes",
+    "TraceLog",
+    "build_graph",
+    "fifo_removals",
+    "history_for_model",
+    "last_exchange",
+]

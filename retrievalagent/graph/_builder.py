@@ -1,0 +1,84 @@
+"""Wiring the nodes into the agent's LangGraph.
+
+```
+START ─ prepare ─┬─ read_memory ─ lexical_search ─┐
+                 └─ dense_search ─────────────────┴─ fuse ─ generate ─ final_grade ─┬─ write_memory ─ END
+                        ↑                                                          │
+                        └──────────── rewrite (insufficient, at most max_retries) ─┘
+```
+
+Memory recall runs beside the dense search (the question vector never depends on memory);
+BM25 waits for recall because recalled text joins its query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+from retrievalagent.graph._nodes import Nodes
+from retrievalagent.graph._state import AgentState
+
+try:  # LangGraph's own sync+async node wrapper (no extra tracing span per node)
+    from langgraph._internal._runnable import RunnableCallable as _Callable
+except ImportError:  # pragma: no cover - a future LangGraph moved it
+    from langchain_core.runnables import RunnableLambda as _Callable
+
+__all__ = ["NODE_NAMES", "build_graph"]
+
+NODE_NAMES = (
+    "prepare",
+    "read_memory",
+    "dense_search",
+    "lexical_search",
+    "fuse",
+    "generate",
+    "final_grade",
+    "rewrite",
+    "write_memory",
+)
+
+
+def _node(sync: Callable[..., Any], afunc: Callable[..., Any] | None, name: str) -> Any:
+    if _Callable.__name__ == "RunnableCallable":
+        return _Callable(sync, afunc, name=name, trace=False)
+    return _Callable(sync, afunc=afunc, name=name)  # pragma: no cover
+
+
+def build_graph(
+    nodes: Nodes,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    name: str = "retrievalagent",
+) -> CompiledStateGraph:
+    """The compiled graph for one agent."""
+    graph = StateGraph(AgentState)
+    graph.add_node("prepare", _node(nodes.prepare, None, "prepare"))
+    graph.add_node("read_memory", _node(nodes.read_memory, nodes.aread_memory, "read_memory"))
+    graph.add_node("dense_search", _node(nodes.dense_search, nodes.adense_search, "dense_search"))
+    graph.add_node("lexical_search", _node(nodes.lexical_search, None, "lexical_search"))
+    graph.add_node("fuse", _node(nodes.fuse, None, "fuse"))
+    graph.add_node("generate", _node(nodes.generate, nodes.agenerate, "generate"))
+    graph.add_node("final_grade", _node(nodes.final_grade, nodes.afinal_grade, "final_grade"))
+    graph.add_node("rewrite", _node(nodes.rewrite, nodes.arewrite, "rewrite"))
+    graph.add_node("write_memory", _node(nodes.write_memory, nodes.awrite_memory, "write_memory"))
+
+    graph.add_edge(START, "prepare")
+    graph.add_edge("prepare", "read_memory")
+    graph.add_edge("prepare", "dense_search")
+    graph.add_edge("read_memory", "lexical_search")
+    graph.add_edge(["dense_search", "lexical_search"], "fuse")
+    graph.add_edge("fuse", "generate")
+    graph.add_edge("generate", "final_grade")
+    graph.add_conditional_edges("final_grade", nodes.after_grade, ["rewrite", "write_memory"])
+    graph.add_conditional_edges(
+        "rewrite", nodes.after_rewrite, ["dense_search", "lexical_search", "write_memory"]
+    )
+    graph.add_edge("write_memory", END)
+    return graph.compile(checkpointer=checkpointer, store=store, name=name)

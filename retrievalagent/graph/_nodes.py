@@ -1,0 +1,543 @@
+"""The nodes of the agent's graph, each with a sync and an async body.
+
+Every node reads what it needs from the state, does its I/O, and returns a state update
+that includes one trace event. Sync and async bodies share the parts that are not I/O
+(``_before_*`` / ``_after_*``), so the two paths cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.types import Overwrite
+
+from retrievalagent.config import Settings
+from retrievalagent.graph._history import fifo_removals, history_for_model
+from retrievalagent.graph._state import AgentState
+from retrievalagent.memory._background import BackgroundWrites
+from retrievalagent.memory._base import MemoryBackend, MemoryHit, MemoryRecord, user_id_from_config
+from retrievalagent.models._base import Answerer, AnswerRequest, Grader, Rewriter
+from retrievalagent.retrieval._searcher import HybridSearcher, to_source
+from retrievalagent.retrieval._types import Hit
+from retrievalagent.types import Grade
+
+__all__ = ["Components", "Nodes"]
+
+logger = logging.getLogger("retrievalagent")
+T = TypeVar("T")
+TITLE_CHARS = 50
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1e3, 3)
+
+
+def _error_event(node: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
+    kind = "timeout" if isinstance(exc, TimeoutError | asyncio.TimeoutError) else type(exc).__name__
+    return {"node": node, "error": str(exc) or kind, "error_type": kind, **extra}
+
+
+def _call_with_timeout(fn: Callable[[], T], timeout: float) -> T:
+    """Run ``fn`` on a daemon thread and give up after ``timeout`` seconds."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="retrievalagent-memory-read", daemon=True).start()
+    if not done.wait(timeout):
+        raise TimeoutError(f"memory search took longer than {timeout:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+class TraceLog:
+    """Appends each finished turn's trace as one JSON line (for threshold tuning)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=str, ensure_ascii=False)
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+
+
+@dataclass
+class Components:
+    """What the nodes work with; built once by ``init_agent``."""
+
+    settings: Settings
+    searcher: HybridSearcher
+    answerer: Answerer
+    grader: Grader
+    fallback_grader: Grader
+    rewriter: Rewriter
+    memory: MemoryBackend | None = None
+    writes: BackgroundWrites = field(default_factory=BackgroundWrites)
+    trace_log: TraceLog | None = None
+    collection: str = ""
+
+
+class Nodes:
+    """Node bodies bound to one agent's components."""
+
+    def __init__(self, components: Components) -> None:
+        self.c = components
+        self.s = components.settings
+
+    # -- prepare ---------------------------------------------------------------------
+    def prepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        """Start a turn: find the question, reset per-turn fields, name the thread."""
+        start = time.perf_counter()
+        messages = list(state.get("messages") or [])
+        update: dict[str, Any] = {}
+        if messages and isinstance(messages[-1], HumanMessage):
+            question = str(messages[-1].content)
+        else:
+            question = str(state.get("question") or "").strip()
+            if not question:
+                raise ValueError("the input needs a non-empty 'question' or a final human message")
+            update["messages"] = [HumanMessage(question)]
+        title = state.get("title") or " ".join(question.split())[:TITLE_CHARS]
+        user_id = user_id_from_config(config)
+        update.update(
+            {
+                "question": question,
+                "query": question,
+                "user_id": user_id,
+                "title": title,
+                "memory_context": "",
+                "memories": [],
+                "dense_hits": [],
+                "lexical_hits": [],
+                "sources": [],
+                "answer": "",
+                "generated_by": "",
+                "llm_used": False,
+                "grade": {},
+                "memory_fact": "",
+                "attempts": 0,
+                "tried_queries": [question],
+                "trace": Overwrite([{"node": "prepare", "user_id": user_id, "ms": _ms(start)}]),
+            }
+        )
+        if "rewrite_history" not in state:
+            update["rewrite_history"] = []
+        return update
+
+    # -- read_memory -----------------------------------------------------------------
+    def _after_read(self, hits: list[MemoryHit], scanned: int, start: float) -> dict[str, Any]:
+        threshold = self.s.memory_relevance_threshold
+        kept = [h for h in hits if h.score >= threshold]
+        if kept:
+            context = "\n".join(f"- {h.text}" for h in kept)
+            event = {
+                "node": "read_memory",
+                "memories": context,
+                "n_kept": len(kept),
+                "n_scanned": scanned,
+                "threshold": threshold,
+                "best_score": round(kept[0].score, 4),
+                "backend": self.c.memory.name,  # type: ignore[union-attr]
+                "ms": _ms(start),
+            }
+            return {
+                "memory_context": context,
+                "memories": [{"id": h.id, "text": h.text, "score": h.score} for h in kept],
+                "trace": [event],
+            }
+        event = {
+            "node": "read_memory",
+            "skipped": "below_threshold" if hits else "no_memories",
+            "threshold": threshold,
+            "best_score": round(hits[0].score, 4) if hits else None,
+            "n_scanned": scanned,
+            "backend": self.c.memory.name,  # type: ignore[union-attr]
+            "ms": _ms(start),
+        }
+        return {"trace": [event]}
+
+    def _read_skipped(self) -> dict[str, Any] | None:
+        if self.c.memory is None:
+            return {"trace": [{"node": "read_memory", "skipped": "no_memory_backend"}]}
+        return None
+
+    def read_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        if (skipped := self._read_skipped()) is not None:
+            return skipped
+        memory, start = self.c.memory, time.perf_counter()
+        assert memory is not None
+        try:
+            hits, scanned = _call_with_timeout(
+                lambda: memory.search(state["question"], state["user_id"], self.s.memory_top_k),
+                self.s.memory_timeout,
+            )
+        except Exception as exc:
+            logger.warning("memory recall failed: %s: %s", type(exc).__name__, exc)
+            return {"trace": [_error_event("read_memory", exc, skipped="error", ms=_ms(start))]}
+        return self._after_read(hits, scanned, start)
+
+    async def aread_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        if (skipped := self._read_skipped()) is not None:
+            return skipped
+        memory, start = self.c.memory, time.perf_counter()
+        assert memory is not None
+        try:
+            hits, scanned = await asyncio.wait_for(
+                memory.asearch(state["question"], state["user_id"], self.s.memory_top_k),
+                self.s.memory_timeout,
+            )
+        except Exception as exc:
+            logger.warning("memory recall failed: %s: %s", type(exc).__name__, exc)
+            return {"trace": [_error_event("read_memory", exc, skipped="error", ms=_ms(start))]}
+        return self._after_read(hits, scanned, start)
+
+    # -- dense_search ------------------------------------------------------------------
+    def _after_dense(
+        self, hits: list[Hit], embed_ms: float, start: float, attempt: int
+    ) -> dict[str, Any]:
+        return {
+            "dense_hits": [{"id": h.id, "score": h.score} for h in hits],
+            "trace": [
+                {
+                    "node": "dense_search",
+                    "hits": len(hits),
+                    "embed_ms": embed_ms,
+                    "search_ms": _ms(start),
+                    "attempt": attempt,
+                }
+            ],
+        }
+
+    def dense_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        vector = self.c.searcher.embedder.embed(state["query"])
+        embed_ms, t1 = _ms(t0), time.perf_counter()
+        hits = self.c.searcher.dense_hits(vector, self.c.searcher.conditions(state.get("filter")))
+        return self._after_dense(hits, embed_ms, t1, state.get("attempts", 0))
+
+    async def adense_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        vector = await self.c.searcher.embedder.aembed(state["query"])
+        embed_ms, t1 = _ms(t0), time.perf_counter()
+        hits = await asyncio.to_thread(
+            self.c.searcher.dense_hits, vector, self.c.searcher.conditions(state.get("filter"))
+        )
+        return self._after_dense(hits, embed_ms, t1, state.get("attempts", 0))
+
+    # -- lexical_search ------------------------------------------------------------------
+    def lexical_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start = time.perf_counter()
+        searcher = self.c.searcher
+        memory_terms = searcher.encoder.memory_terms(state.get("memory_context") or "")
+        hits = searcher.lexical_hits(
+            state["query"], memory_terms, searcher.conditions(state.get("filter"))
+        )
+        event: dict[str, Any] = {
+            "node": "lexical_search",
+            "hits": len(hits),
+            "ms": _ms(start),
+            "attempt": state.get("attempts", 0),
+        }
+        if memory_terms:
+            event["memory_terms"] = memory_terms
+        return {"lexical_hits": [{"id": h.id, "score": h.score} for h in hits], "trace": [event]}
+
+    # -- fuse ----------------------------------------------------------------------------
+    def fuse(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start = time.perf_counter()
+        searcher = self.c.searcher
+        dense = [Hit(h["id"], h["score"]) for h in state.get("dense_hits") or []]
+        lexical = [Hit(h["id"], h["score"]) for h in state.get("lexical_hits") or []]
+        fused = searcher.fuse(dense, lexical, self.s.top_k)
+        payloads = searcher.index.retrieve([h.id for h in fused])
+        sources = []
+        for hit in fused:
+            if hit.id in payloads:  # deleted between search and fusion: skip it
+                hit.payload = payloads[hit.id]
+                sources.append(to_source(hit))
+        event = {
+            "node": "fuse",
+            "method": searcher.fuser.name,
+            "dense_hits": len(dense),
+            "lexical_hits": len(lexical),
+            "fused": len(sources),
+            "ms": _ms(start),
+            "top_sources": [s["source"] for s in sources[:3]],
+        }
+        return {"sources": sources, "trace": [event]}
+
+    # -- generate ------------------------------------------------------------------------
+    def _request(self, state: AgentState, answer: str = "") -> AnswerRequest:
+        dense_scores = {h["id"]: h["score"] for h in state.get("dense_hits") or []}
+        return AnswerRequest(
+            question=state["question"],
+            query=state.get("query") or state["question"],
+            sources=list(state.get("sources") or []),
+            history=history_for_model(state.get("messages") or [], self.s.history_tokens),
+            memory_context=state.get("memory_context") or "",
+            answer=answer,
+            dense_scores=dense_scores,
+        )
+
+    def _after_generate(self, request: AnswerRequest, answer: Any, start: float) -> dict[str, Any]:
+        if not self.c.answerer.streams_tokens:
+            self._stream_text(answer.text)
+        event = {
+            "node": "generate",
+            "generated_by": answer.generated_by,
+            "llm": answer.llm,
+            "n_sources": len(request.sources),
+            "history_messages": len(request.history),
+            "search_hints": bool(request.memory_context),
+            "ms": _ms(start),
+        }
+        return {
+            "answer": answer.text,
+            "generated_by": answer.generated_by,
+            "llm_used": answer.llm,
+            "trace": [event],
+        }
+
+    @staticmethod
+    def _stream_text(text: str) -> None:
+        """Emit an answer that was not produced token by token as word-sized stream pieces."""
+        try:
+            writer = get_stream_writer()
+        except RuntimeError:  # not running inside a graph
+            return
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            writer({"token": word + (" " if i < len(words) - 1 else "")})
+
+    def generate(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start, request = time.perf_counter(), self._request(state)
+        return self._after_generate(request, self.c.answerer.answer(request, config), start)
+
+    async def agenerate(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start, request = time.perf_counter(), self._request(state)
+        return self._after_generate(request, await self.c.answerer.aanswer(request, config), start)
+
+    # -- final_grade -----------------------------------------------------------------------
+    def _after_grade(
+        self, state: AgentState, grade: Grade, start: float, error: BaseException | None
+    ) -> dict[str, Any]:
+        threshold = self.s.memory_storage_threshold
+        store = bool(
+            grade.memory_worth_storing
+            and grade.memory_fact.strip()
+            and grade.memory_confidence >= threshold
+        )
+        event: dict[str, Any] = {
+            "node": "final_grade",
+            "sufficient": grade.sufficient,
+            "confidence": round(grade.confidence, 4),
+            "memory_should_store": store,
+            "memory_confidence": round(grade.memory_confidence, 4),
+            "memory_worth_storing": grade.memory_worth_storing,
+            "storage_threshold": threshold,
+            "attempt": state.get("attempts", 0),
+            "ms": _ms(start),
+        }
+        if error is not None:
+            event.update(_error_event("final_grade", error, fallback="evidence"))
+        update: dict[str, Any] = {
+            "grade": grade.model_dump(),
+            "trace": [event],
+            "memory_fact": grade.memory_fact.strip() if store else "",
+        }
+        if not grade.sufficient and state.get("attempts", 0) > 0:
+            history = list(state.get("rewrite_history") or [])
+            if state["query"] not in history:
+                update["rewrite_history"] = [*history, state["query"]][-50:]
+        return update
+
+    def final_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
+        try:
+            grade, error = self.c.grader.grade(request, config), None
+        except Exception as exc:
+            logger.warning(
+                "grader failed, using the evidence grade: %s: %s", type(exc).__name__, exc
+            )
+            grade, error = self.c.fallback_grader.grade(request, config), exc
+        return self._after_grade(state, grade, start, error)
+
+    async def afinal_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
+        try:
+            grade, error = await self.c.grader.agrade(request, config), None
+        except Exception as exc:
+            logger.warning(
+                "grader failed, using the evidence grade: %s: %s", type(exc).__name__, exc
+            )
+            grade, error = await self.c.fallback_grader.agrade(request, config), exc
+        return self._after_grade(state, grade, start, error)
+
+    def after_grade(self, state: AgentState) -> str:
+        """Route: another retrieval with a rewritten query, or finish."""
+        grade = state.get("grade") or {}
+        if not grade.get("sufficient", True) and state.get("attempts", 0) < self.s.max_retries:
+            return "rewrite"
+        return "write_memory"
+
+    # -- rewrite ---------------------------------------------------------------------------
+    def _tried(self, state: AgentState) -> list[str]:
+        return list(
+            dict.fromkeys(
+                [*(state.get("tried_queries") or []), *(state.get("rewrite_history") or [])]
+            )
+        )
+
+    def _after_rewrite(
+        self, state: AgentState, query: str | None, start: float, error: BaseException | None = None
+    ) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "node": "rewrite",
+            "query": query,
+            "ms": _ms(start),
+            "attempt": state.get("attempts", 0) + 1,
+        }
+        if error is not None:
+            event.update(_error_event("rewrite", error))
+        if not query:
+            event["skipped"] = "no_new_query"
+            return {"trace": [event], "query": state["query"]}
+        return {
+            "query": query,
+            "attempts": state.get("attempts", 0) + 1,
+            "tried_queries": [*(state.get("tried_queries") or []), query],
+            "trace": [event],
+        }
+
+    def rewrite(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
+        try:
+            query = self.c.rewriter.rewrite(request, self._tried(state), config)
+        except Exception as exc:
+            return self._after_rewrite(state, None, start, exc)
+        return self._after_rewrite(state, query, start)
+
+    async def arewrite(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
+        try:
+            query = await self.c.rewriter.arewrite(request, self._tried(state), config)
+        except Exception as exc:
+            return self._after_rewrite(state, None, start, exc)
+        return self._after_rewrite(state, query, start)
+
+    def after_rewrite(self, state: AgentState) -> Sequence[str]:
+        last = (state.get("trace") or [{}])[-1]
+        if last.get("node") == "rewrite" and not last.get("skipped"):
+            return ["dense_search", "lexical_search"]
+        return ["write_memory"]
+
+    # -- write_memory ------------------------------------------------------------------------
+    def _finish(
+        self, state: AgentState, event: dict[str, Any], config: RunnableConfig
+    ) -> dict[str, Any]:
+        messages = list(state.get("messages") or [])
+        reply = AIMessage(
+            state.get("answer", ""),
+            response_metadata={
+                "generated_by": state.get("generated_by"),
+                "llm": state.get("llm_used", False),
+                "sources": [s.get("source") for s in state.get("sources") or []],
+            },
+        )
+        update: dict[str, Any] = {
+            "messages": [reply, *fifo_removals([*messages, reply], self.s.max_thread_messages)],
+            "trace": [event],
+        }
+        if self.c.trace_log is not None:
+            configurable = (config or {}).get("configurable") or {}
+            self.c.trace_log.write(
+                {
+                    "ts": time.time(),
+                    "collection": self.c.collection,
+                    "thread_id": configurable.get("thread_id"),
+                    "user_id": state.get("user_id"),
+                    "question": state.get("question"),
+                    "trace": [*(state.get("trace") or []), event],
+                }
+            )
+        return update
+
+    def _write_plan(self, state: AgentState) -> tuple[dict[str, Any], MemoryRecord | None]:
+        fact = state.get("memory_fact") or ""
+        grade = state.get("grade") or {}
+        if self.c.memory is None:
+            return {"node": "write_memory", "skipped": "no_memory_backend"}, None
+        if not fact:
+            reason = (
+                "not_worth_storing" if not grade.get("memory_worth_storing") else "below_threshold"
+            )
+            return {
+                "node": "write_memory",
+                "skipped": reason,
+                "memory_confidence": grade.get("memory_confidence", 0.0),
+                "threshold": self.s.memory_storage_threshold,
+            }, None
+        record = MemoryRecord(
+            fact=fact,
+            question=state["question"],
+            answer=state.get("answer", ""),
+            user_id=state["user_id"],
+            metadata={"collection": self.c.collection},
+        )
+        return {
+            "node": "write_memory",
+            "scheduled": True,
+            "backend": self.c.memory.name,
+            "fact": fact,
+        }, record
+
+    def write_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start = time.perf_counter()
+        event, record = self._write_plan(state)
+        if record is not None:
+            memory = self.c.memory
+            assert memory is not None
+            event["waited_ms"] = self.c.writes.submit_thread(
+                lambda: memory.add(record), f"{memory.name}: {record.fact[:60]}"
+            )
+        event["ms"] = _ms(start)
+        return self._finish(state, event, config)
+
+    async def awrite_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        start = time.perf_counter()
+        event, record = self._write_plan(state)
+        if record is not None:
+            memory = self.c.memory
+            assert memory is not None
+            label = f"{memory.name}: {record.fact[:60]}"
+            if memory.async_native:
+                event["waited_ms"] = await self.c.writes.submit_task(
+                    lambda: memory.aadd(record), label
+                )
+            else:  # a thread outlives the event loop; the write survives asyncio.run() ending
+                event["waited_ms"] = self.c.writes.submit_thread(lambda: memory.add(record), label)
+        event["ms"] = _ms(start)
+        return self._finish(state, event, config)

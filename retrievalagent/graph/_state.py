@@ -1,0 +1,46 @@
+"""The graph's state: what one turn reads and writes, and what persists in a thread."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+__all__ = ["AgentState", "append_trace"]
+
+
+def append_trace(
+    left: list[dict[str, Any]] | None, right: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    """Trace events accumulate within a turn; ``prepare`` starts each turn afresh (Overwrite)."""
+    return [*(left or []), *(right or [])]
+
+
+class AgentState(TypedDict, total=False):
+    """Graph state. Per-turn fields are reset by ``prepare``; ``messages``, ``title`` and
+    ``rewrite_history`` persist across the turns of a thread (with a checkpointer)."""
+
+    # conversation (persists)
+    messages: Annotated[list[AnyMessage], add_messages]
+    title: str
+    rewrite_history: list[str]
+    # this turn
+    question: str
+    query: str
+    user_id: str
+    filter: dict[str, Any] | None
+    memory_context: str
+    memories: list[dict[str, Any]]
+    dense_hits: list[dict[str, Any]]
+    lexical_hits: list[dict[str, Any]]
+    sources: list[dict[str, Any]]
+    answer: str
+    generated_by: str
+    llm_used: bool
+    grade: dict[str, Any]
+    memory_fact: str
+    attempts: int
+    tried_queries: list[str]
+    trace: Annotated[list[dict[str, Any]], append_trace]

@@ -1,0 +1,18 @@
+"""Ingestion: reading inputs, heading-aware chunking, and idempotent indexing."""
+
+from retrievalagent.ingest._chunking import Chunk, Section, chunk_sections, split_sections
+from retrievalagent.ingest._loaders import SUFFIXES, SourceDoc, expand_inputs, source_key
+from retrievalagent.ingest._pipeline import Ingestor, IngestReport
+
+__all__ = [
+    "SUFFIXES",
+    "Chunk",
+    "IngestReport",
+    "Ingestor",
+    "Section",
+    "SourceDoc",
+    "chunk_sections",
+    "expand_inputs",
+    "source_key",
+    "split_sections",
+]

@@ -1,0 +1,184 @@
+"""Turning what a caller hands to ``add_documents`` into source documents.
+
+Accepted: paths to files or folders (Markdown, text/reST, HTML; PDF when ``pypdf`` is
+installed), LangChain ``Document``\\ s and plain strings. A string that looks like a path
+(one line ending in a known extension, or starting with ``./``, ``/`` or ``~``) must exist:
+a mistyped path is an error, never indexed as text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+
+from retrievalagent.errors import IngestError
+from retrievalagent.ingest._chunking import Section, html_to_sections, split_sections
+
+__all__ = ["SUFFIXES", "SourceDoc", "expand_inputs", "source_key"]
+
+SUFFIXES = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".txt": "text",
+    ".text": "text",
+    ".rst": "text",
+    ".adoc": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".pdf": "pdf",
+}
+_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
+
+
+@dataclass
+class SourceDoc:
+    """One document to index: where it came from, its text, kind and the caller's metadata."""
+
+    source: str
+    kind: str  # markdown | text | html | pdf
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+
+    def sections(self) -> list[Section]:
+        if self.kind == "html":
+            title, sections = html_to_sections(self.text)
+            self.title = self.title or title
+            return sections
+        return split_sections(self.text, plain_headings=self.source.endswith((".txt", ".text")))
+
+    def content_hash(self, chunking: str) -> str:
+        digest = hashlib.sha256()
+        for part in (
+            self.kind,
+            chunking,
+            json.dumps(self.metadata, sort_keys=True, default=str),
+            self.text,
+        ):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\x00")
+        return digest.hexdigest()[:32]
+
+
+def source_key(path: Path) -> str:
+    """The stable source id of a file: its absolute path (POSIX separators)."""
+    return path.expanduser().resolve().as_posix()
+
+
+def _looks_like_path(text: str) -> bool:
+    if "\n" in text or len(text) > 1024 or not text.strip():
+        return False
+    stripped = text.strip()
+    if stripped.startswith(("./", "../", "/", "~", ".\\")) and " " not in stripped[:3]:
+        return True
+    return Path(stripped).suffix.lower() in SUFFIXES and len(stripped.split()) == 1
+
+
+def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise IngestError(
+            f"cannot ingest {path}: unsupported file type {path.suffix or '(none)'}; "
+            f"supported: {', '.join(sorted(SUFFIXES))}"
+        )
+    if kind == "pdf":
+        try:
+            from pypdf import PdfReader
+        except ImportError:
+            raise IngestError(
+                f"cannot ingest {path}: PDF support needs 'pip install pypdf'"
+            ) from None
+        text = "\n\n".join(page.extract_text() or "" for page in PdfReader(str(path)).pages)
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            text = path.read_text(encoding="latin-1")
+        except OSError as exc:
+            raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            path = Path(root) / name
+            if not name.startswith(".") and path.suffix.lower() in SUFFIXES:
+                if path.suffix.lower() == ".pdf":
+                    try:
+                        import pypdf  # noqa: F401
+                    except ImportError:
+                        continue
+                yield path
+
+
+def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
+    path = path.expanduser()
+    if path.is_dir():
+        yield from (_read_file(p, metadata) for p in _walk(path))
+    elif path.is_file():
+        yield _read_file(path, metadata)
+    else:
+        raise IngestError(f"cannot ingest {path}: no such file or folder")
+
+
+def _from_document(doc: Document, metadata: Mapping[str, Any]) -> SourceDoc:
+    meta = {**metadata, **(doc.metadata or {})}
+    content = doc.page_content or ""
+    source = str(
+        meta.get("source") or f"document:{hashlib.sha256(content.encode()).hexdigest()[:16]}"
+    )
+    return SourceDoc(source, "markdown", content, meta, title=meta.get("title"))
+
+
+def _from_text(text: str, metadata: Mapping[str, Any]) -> SourceDoc:
+    source = str(metadata.get("source") or f"text:{hashlib.sha256(text.encode()).hexdigest()[:16]}")
+    return SourceDoc(source, "markdown", text, dict(metadata))
+
+
+def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list[SourceDoc]:
+    """Source documents for ``items`` (one item or an iterable of them), in the order given."""
+    metadata = dict(metadata or {})
+    if isinstance(items, str | os.PathLike | Document):
+        items = [items]
+    if not isinstance(items, Iterable):
+        raise IngestError(
+            f"add_documents takes paths, Documents or strings (or a list of them), "
+            f"not {type(items).__name__}"
+        )
+    docs: list[SourceDoc] = []
+    seen: dict[str, int] = {}
+    for item in items:
+        if isinstance(item, Document):
+            new = [_from_document(item, metadata)]
+        elif isinstance(item, os.PathLike):
+            new = list(_from_path(Path(item), metadata))
+        elif isinstance(item, str):
+            if _looks_like_path(item) or Path(item.strip()).expanduser().exists():
+                new = list(_from_path(Path(item.strip()), metadata))
+            else:
+                if not item.strip():
+                    raise IngestError("cannot ingest an empty string")
+                new = [_from_text(item, metadata)]
+        else:
+            raise IngestError(
+                f"cannot ingest an item of type {type(item).__name__}; pass a path, a "
+                "langchain Document or a string"
+            )
+        for doc in new:
+            if doc.source in seen:  # the same source twice in one call: the last one wins
+                docs[seen[doc.source]] = doc
+            else:
+                seen[doc.source] = len(docs)
+                docs.append(doc)
+    return docs

@@ -1,0 +1,211 @@
+"""Fire-and-forget memory writes that are still accounted for.
+
+``write_memory`` returns as soon as a write is scheduled. Sync backends run on a small
+worker pool (also under ``ainvoke``: a thread outlives the event loop, so ``asyncio.run``
+ending does not cancel the write); coroutine backends run as asyncio tasks on the caller's
+loop. Every write is tracked until it lands or fails, ``drain``/``adrain`` wait for them,
+and an exit hook drains with a bounded timeout and logs anything left.
+
+At most ``max_pending`` writes are in flight; a write scheduled beyond that waits for a
+free slot (back-pressure on the caller) rather than being dropped or queued without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures as cf
+import logging
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from retrievalagent.types import DrainReport
+
+__all__ = ["BackgroundWrites"]
+
+logger = logging.getLogger("retrievalagent.memory")
+
+_live: weakref.WeakSet[BackgroundWrites] = weakref.WeakSet()
+
+
+@atexit.register
+def _drain_all_at_exit() -> None:
+    for writes in list(_live):
+        writes._drain_at_exit()
+
+
+class BackgroundWrites:
+    """Tracks scheduled memory writes.
+
+    Args:
+        max_pending: Writes allowed in flight before scheduling waits.
+        timeout: Seconds one coroutine write may take before it is abandoned (failed).
+        exit_timeout: Seconds the exit hook waits for pending writes.
+    """
+
+    def __init__(
+        self, max_pending: int = 256, timeout: float = 10.0, exit_timeout: float = 30.0
+    ) -> None:
+        self.max_pending = max_pending
+        self.timeout = timeout
+        self.exit_timeout = exit_timeout
+        self._slots = threading.BoundedSemaphore(max_pending)
+        self._lock = threading.Lock()
+        self._pending: set[cf.Future[None]] = set()
+        self._scheduled = 0
+        self._landed = 0
+        self._failed = 0
+        self._errors: list[str] = []
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+        _live.add(self)
+
+    # -- accounting --------------------------------------------------------------------
+    def counts(self) -> DrainReport:
+        with self._lock:
+            return DrainReport(landed=self._landed, failed=self._failed, pending=len(self._pending))
+
+    @property
+    def errors(self) -> list[str]:
+        """The last failures, as ``"ExceptionType: message"`` (at most 50 kept)."""
+        with self._lock:
+            return list(self._errors)
+
+    def _track(self, description: str) -> cf.Future[None]:
+        future: cf.Future[None] = cf.Future()
+        future.set_running_or_notify_cancel()
+        with self._lock:
+            self._scheduled += 1
+            self._pending.add(future)
+
+        def done(f: cf.Future[None]) -> None:
+            error = f.exception()
+            with self._lock:
+                self._pending.discard(f)
+                if error is None:
+                    self._landed += 1
+                else:
+                    self._failed += 1
+                    self._errors = [*self._errors[-49:], f"{type(error).__name__}: {error}"]
+            self._slots.release()
+            if error is not None:
+                logger.warning(
+                    "memory write failed (%s): %s: %s", description, type(error).__name__, error
+                )
+
+        future.add_done_callback(done)
+        return future
+
+    def _acquire_slot(self) -> float:
+        started = time.perf_counter()
+        if not self._slots.acquire(blocking=False):
+            logger.warning("%d memory writes in flight; waiting for a free slot", self.max_pending)
+            self._slots.acquire()
+        return (time.perf_counter() - started) * 1e3
+
+    # -- scheduling ----------------------------------------------------------------------
+    def submit_thread(self, fn: Callable[[], Any], description: str = "") -> float:
+        """Run ``fn`` on the worker pool; returns ms spent waiting for a slot."""
+        waited = self._acquire_slot()
+        future = self._track(description)
+        self._ensure_workers()
+
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as exc:
+                future.set_exception(exc)
+            else:
+                future.set_result(None)
+
+        self._queue.put(run)
+        return waited
+
+    def _ensure_workers(self, count: int = 4) -> None:
+        # Daemon threads, not a ThreadPoolExecutor: the interpreter joins executor threads
+        # without a time limit at exit, which would make the exit drain unbounded.
+        with self._lock:
+            if self._workers:
+                return
+            for n in range(count):
+                worker = threading.Thread(
+                    target=self._work, name=f"retrievalagent-memory-{n}", daemon=True
+                )
+                worker.start()
+                self._workers.append(worker)
+
+    def _work(self) -> None:
+        while (job := self._queue.get()) is not None:
+            job()
+
+    async def submit_task(
+        self, factory: Callable[[], Awaitable[Any]], description: str = ""
+    ) -> float:
+        """Run the coroutine from ``factory`` as a task on the running loop."""
+        waited = 0.0
+        if not self._slots.acquire(blocking=False):
+            started = time.perf_counter()
+            await asyncio.to_thread(self._slots.acquire)
+            waited = (time.perf_counter() - started) * 1e3
+        future = self._track(description)
+
+        async def run() -> None:
+            try:
+                await asyncio.wait_for(factory(), timeout=self.timeout)
+            except BaseException as exc:  # CancelledError included: the loop is closing
+                if not future.done():
+                    future.set_exception(
+                        exc
+                        if isinstance(exc, Exception)
+                        else RuntimeError(f"write cancelled ({type(exc).__name__})")
+                    )
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                future.set_result(None)
+
+        task = asyncio.get_running_loop().create_task(run(), name="retrievalagent-memory-write")
+        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+        return waited
+
+    # -- draining ------------------------------------------------------------------------
+    def drain(self, timeout: float | None = None) -> DrainReport:
+        """Wait until every scheduled write has landed or failed (or ``timeout`` passes)."""
+        with self._lock:
+            pending = list(self._pending)
+        if pending:
+            cf.wait(pending, timeout=timeout)
+        return self.counts()
+
+    async def adrain(self, timeout: float | None = None) -> DrainReport:
+        """``drain`` for async callers: waits without blocking the event loop."""
+        with self._lock:
+            pending = list(self._pending)
+        if pending:
+            waiters = [asyncio.wrap_future(f) for f in pending]
+            await asyncio.wait(waiters, timeout=timeout)
+        return self.counts()
+
+    def _drain_at_exit(self) -> None:
+        if not self._pending:
+            return
+        report = self.drain(self.exit_timeout)
+        if report["pending"]:
+            logger.error(
+                "exiting with %d memory write(s) still pending after %.0fs; they are lost. "
+                "Call drain_background() / await adrain_background() before exit.",
+                report["pending"],
+                self.exit_timeout,
+            )
+
+    def close(self, timeout: float | None = None) -> DrainReport:
+        report = self.drain(timeout)
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for _ in workers:
+            self._queue.put(None)
+        return report

@@ -1,0 +1,287 @@
+"""Offline mode: answers, grades and rewrites computed without any language model.
+
+The answer is extractive: the sentences of the retrieved passages that best cover the
+question, each followed by the number of the passage it came from. The grade comes from
+retrieval evidence (dense similarity of the best passage, share of the question's terms the
+passages contain). The grader can still learn: when a question word occurs nowhere in the
+corpus but the passages answered it anyway, it proposes an alias fact mapping that word to
+the passage word that means the same, so the next search finds it lexically too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableConfig
+
+from retrievalagent.models._base import Answer, AnswerRequest
+from retrievalagent.retrieval._index import VectorIndex
+from retrievalagent.retrieval._lexical import LexicalEncoder
+from retrievalagent.types import Grade
+
+__all__ = ["EvidenceGrader", "ExtractiveAnswerer", "FeedbackRewriter", "alias_fact"]
+
+GENERATED_BY = "extractive (offline, no LLM)"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*])|\n\s*\n|\n(?=\s*[-*] |\s*\d+\. )")
+_MAX_ANSWER_CHARS = 700
+
+
+def _prose_sentences(text: str) -> list[str]:
+    out = []
+    for raw in _SENTENCE.split(text):
+        sentence = " ".join(raw.split())
+        if len(sentence) >= 12 and not sentence.startswith("```"):
+            out.append(sentence)
+    return out
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of a passage in order; each Markdown table row counts as one sentence."""
+    out: list[str] = []
+    prose: list[str] = []
+    for line in text.splitlines():
+        if not line.lstrip().startswith("|"):
+            prose.append(line)
+            continue
+        out.extend(_prose_sentences("\n".join(prose)))
+        prose = []
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not all(set(c) <= set("-: ") for c in cells):  # skip the |---|---| rule line
+            out.append(" — ".join(c for c in cells if c))
+    out.extend(_prose_sentences("\n".join(prose)))
+    return out
+
+
+def alias_fact(alias: str, canonical: str) -> str:
+    """The wording of a learned alias (parsed back by nothing: it is read by people and BM25)."""
+    return f'"{alias}" is called "{canonical}" in these documents'
+
+
+@dataclass
+class _Scored:
+    score: float
+    passage: int
+    order: int
+    text: str
+
+
+class ExtractiveAnswerer:
+    """Answers with the sentences of the passages that best match the question, cited by number.
+
+    A sentence's score mixes its share of question terms (BM25 tokens, recalled alias terms
+    included), its cosine similarity to the question (when an embedder is given; sentence
+    vectors are cached per chunk) and the rank of its passage. A passage's own heading
+    competes as a sentence, since reference pages often put the answer there.
+    """
+
+    streams_tokens = False
+
+    def __init__(
+        self, encoder: LexicalEncoder, embeddings: Embeddings | None = None, cache_size: int = 2048
+    ) -> None:
+        self.encoder = encoder
+        self.embeddings = embeddings
+        self._cache: OrderedDict[str, list[list[float]]] = OrderedDict()
+        self._cache_size = cache_size
+
+    def _units(self, src: dict[str, Any]) -> list[str]:
+        units = _sentences(str(src.get("text", "")))
+        headings = src.get("headings") or []
+        # The deepest heading of a nested section often states the answer ("LF-409  Vault is
+        # locked by another process"); a document's top-level title never does.
+        if len(headings) >= 2 and len(" ".join(headings[-1].split())) >= 8:
+            units.insert(0, " ".join(headings[-1].split()))
+        return units
+
+    def _vectors(self, key: str, units: list[str]) -> list[list[float]] | None:
+        if self.embeddings is None or not units:
+            return None
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        vectors = self.embeddings.embed_documents(units)
+        self._cache[key] = vectors
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return vectors
+
+    def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
+        if not request.sources:
+            return Answer(
+                "I could not find anything about this in the indexed documents.",
+                GENERATED_BY,
+                llm=False,
+            )
+        wanted = set(self.encoder.query_terms(request.query))
+        wanted |= set(self.encoder.query_terms(request.question))
+        if request.memory_context:
+            wanted |= set(
+                self.encoder.query_terms(self.encoder.memory_terms(request.memory_context))
+            )
+        question_vector = None
+        if self.embeddings is not None:
+            question_vector = self.embeddings.embed_query(request.question)
+        scored: list[_Scored] = []
+        for p, src in enumerate(request.sources[:4]):
+            units = self._units(src)
+            vectors = self._vectors(str(src.get("id", p)) + str(len(units)), units)
+            prior = 1.0 / (1 + p)
+            for order, sentence in enumerate(units):
+                terms = set(self.encoder.query_terms(sentence))
+                lexical = len(wanted & terms) / max(1, len(wanted))
+                semantic = 0.0
+                if vectors is not None and question_vector is not None:
+                    semantic = max(
+                        0.0,
+                        sum(a * b for a, b in zip(vectors[order], question_vector, strict=True)),
+                    )
+                score = 0.45 * lexical + 0.45 * semantic + 0.15 * prior
+                scored.append(_Scored(score, p, order, sentence))
+        if not scored:
+            return Answer("The passages found hold no readable text.", GENERATED_BY, llm=False)
+        ranked = sorted(scored, key=lambda s: -s.score)
+        best = ranked[0]
+        chosen, total = [best], len(best.text)
+        for candidate in ranked[1:]:
+            if len(chosen) >= 3 or candidate.score < 0.75 * best.score:
+                break
+            if total + len(candidate.text) > _MAX_ANSWER_CHARS:
+                continue
+            chosen.append(candidate)
+            total += len(candidate.text)
+        chosen.sort(key=lambda s: (s.passage, s.order))
+        parts = []
+        for s in chosen:
+            text = s.text if s.text[-1:] in ".!?:" else s.text + "."
+            parts.append(f"{text} [{s.passage + 1}]")
+        return Answer(" ".join(parts), GENERATED_BY, llm=False)
+
+    async def aanswer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
+        return await asyncio.to_thread(self.answer, request, config)
+
+
+class EvidenceGrader:
+    """Grades from retrieval evidence and proposes alias facts for words the corpus lacks.
+
+    ``confidence`` mixes the cosine similarity of the best passage (rescaled from the range
+    where the packaged model separates relevant from unrelated text) with the share of
+    question terms the top passages contain.
+    """
+
+    def __init__(
+        self,
+        encoder: LexicalEncoder,
+        index: VectorIndex,
+        embeddings: Embeddings,
+        min_confidence: float = 0.35,
+    ) -> None:
+        self.encoder = encoder
+        self.index = index
+        self.embeddings = embeddings
+        self.min_confidence = min_confidence
+
+    def _confidence(self, request: AnswerRequest) -> float:
+        if not request.sources:
+            return 0.0
+        top = request.sources[:3]
+        cosines = [request.dense_scores.get(s["id"], 0.0) for s in top]
+        semantic = min(1.0, max(0.0, (max(cosines, default=0.0) - 0.25) / 0.45))
+        texts = [" ".join(s.get("headings") or []) + " " + str(s.get("text", "")) for s in top]
+        coverage = self.encoder.coverage(request.question, texts)
+        return round(0.6 * semantic + 0.4 * coverage, 3)
+
+    def _alias(self, request: AnswerRequest, confidence: float) -> tuple[str, float]:
+        """An alias fact for a question word absent from the corpus, and its confidence."""
+        words = [w for w in dict.fromkeys(self.encoder.words(request.question)) if len(w) > 2]
+        ids = {w: self.encoder.term_ids(w) for w in words}
+        absent_ids = self.index.absent_terms(sorted({i for v in ids.values() for i in v}))
+        missing = [w for w in words if ids[w] and set(ids[w]) <= absent_ids]
+        if not missing or not request.sources:
+            return "", 0.0
+        question_terms = {i for v in ids.values() for i in v}
+        top = request.sources[0]
+        text = " ".join(top.get("headings") or []) + " " + str(top.get("text", ""))
+        candidates = [
+            w
+            for w in dict.fromkeys(self.encoder.words(text))
+            if len(w) > 2 and not set(self.encoder.term_ids(w)) & question_terms and not w.isdigit()
+        ][:80]
+        if not candidates:
+            return "", 0.0
+        alias = missing[0]
+        vectors = self.embeddings.embed_documents([alias, *candidates])
+        target = vectors[0]
+        sims = sorted(
+            (
+                (sum(a * b for a, b in zip(target, vec, strict=True)), word)
+                for vec, word in zip(vectors[1:], candidates, strict=True)
+            ),
+            reverse=True,
+        )
+        best_sim, canonical = sims[0]
+        runner_up = sims[1][0] if len(sims) > 1 else 0.0
+        # A clear winner among the passage's words, in a passage that answered the question.
+        margin = max(0.0, best_sim - runner_up)
+        strength = min(1.0, max(0.0, (best_sim - 0.3) / 0.3)) * 0.7 + min(1.0, margin / 0.1) * 0.3
+        memory_confidence = round(min(1.0, 0.5 * confidence + 0.5 * strength + 0.1), 3)
+        if best_sim < 0.35:
+            return "", 0.0
+        return alias_fact(alias, canonical), memory_confidence
+
+    def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
+        confidence = self._confidence(request)
+        fact, memory_confidence = ("", 0.0)
+        if confidence >= self.min_confidence:
+            fact, memory_confidence = self._alias(request, confidence)
+        return Grade(
+            sufficient=bool(request.sources) and confidence >= self.min_confidence,
+            confidence=confidence,
+            memory_worth_storing=bool(fact),
+            memory_confidence=memory_confidence if fact else 0.0,
+            memory_fact=fact,
+        )
+
+    async def agrade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
+        return await asyncio.to_thread(self.grade, request, config)
+
+
+class FeedbackRewriter:
+    """Offline query rewrite: add the best passage's most distinctive words (pseudo-relevance
+    feedback), skipping rewrites already tried."""
+
+    def __init__(self, encoder: LexicalEncoder, extra_words: int = 3) -> None:
+        self.encoder = encoder
+        self.extra_words = extra_words
+
+    def rewrite(
+        self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
+    ) -> str | None:
+        if not request.sources:
+            return None
+        have = set(self.encoder.words(request.query))
+        counts: dict[str, int] = {}
+        for src in request.sources[:2]:
+            for word in self.encoder.words(str(src.get("text", ""))):
+                if word not in have and len(word) > 3 and not word.isdigit():
+                    counts[word] = counts.get(word, 0) + 1
+        ranked = sorted(counts, key=lambda w: (-counts[w], w))
+        tried_set = {t.strip().lower() for t in tried}
+        for start in range(0, max(1, len(ranked) - self.extra_words + 1)):
+            extra = ranked[start : start + self.extra_words]
+            if not extra:
+                break
+            candidate = f"{request.question} {' '.join(extra)}"
+            if candidate.lower() not in tried_set:
+                return candidate
+        return None
+
+    async def arewrite(
+        self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
+    ) -> str | None:
+        return self.rewrite(request, tried, config)

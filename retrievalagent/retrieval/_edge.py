@@ -1,0 +1,269 @@
+"""The embedded index: the Qdrant engine in-process through qdrant-edge.
+
+One on-disk shard per collection. A shard's write-ahead log can be held by one
+``EdgeShard`` at a time, so shards are shared per path inside a process (reference
+counted) and a second process gets a clear :class:`IndexLockedError`. Dense search is
+exact (brute force); at the sizes an embedded index serves it is fast and never misses.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from retrievalagent.errors import IndexLockedError, VectorIndexError
+from retrievalagent.retrieval._index import DENSE, SPARSE
+from retrievalagent.retrieval._types import Condition, Hit, Sparse
+
+__all__ = ["EdgeIndex"]
+
+_registry_lock = threading.Lock()
+_open: dict[str, tuple[qe.EdgeShard, int]] = {}
+_KEYWORD_FIELDS = ("source", "doc_hash")
+
+
+def _acquire(path: Path) -> qe.EdgeShard | None:
+    key = str(path.resolve())
+    with _registry_lock:
+        if key in _open:
+            shard, refs = _open[key]
+            _open[key] = (shard, refs + 1)
+            return shard
+    return None
+
+
+def _release(path: Path) -> None:
+    key = str(path.resolve())
+    with _registry_lock:
+        shard, refs = _open[key]
+        if refs > 1:
+            _open[key] = (shard, refs - 1)
+            return
+        del _open[key]
+    shard.flush()
+    shard.close()
+
+
+def _to_filter(
+    conditions: Sequence[Condition], must_not: Sequence[Condition] = ()
+) -> qe.Filter | None:
+    if not conditions and not must_not:
+        return None
+    return qe.Filter(
+        must=[_condition(c) for c in conditions] or None,
+        must_not=[_condition(c) for c in must_not] or None,
+    )
+
+
+def _condition(c: Condition) -> qe.FieldCondition:
+    if c.kind == "match":
+        return qe.FieldCondition(key=c.key, match=qe.MatchValue(value=c.value))
+    if c.kind == "any":
+        return qe.FieldCondition(key=c.key, match=qe.MatchAny(any=c.value))
+    return qe.FieldCondition(key=c.key, range=qe.RangeFloat(**c.value))
+
+
+def _hit(point: Any) -> Hit:
+    return Hit(id=str(point.id), score=float(point.score), payload=dict(point.payload or {}))
+
+
+class EdgeIndex:
+    """A collection stored by the embedded Qdrant engine under ``path``.
+
+    Args:
+        path: The shard directory, or ``None`` for a throwaway index in a temporary
+            directory that is deleted on :meth:`close`.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self._temporary = path is None
+        self.path = Path(tempfile.mkdtemp(prefix="retrievalagent-")) if path is None else path
+        self.location = ":memory:" if self._temporary else str(self.path)
+        self._shard: qe.EdgeShard | None = None
+        self._write_lock = threading.Lock()
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------
+    def ensure(self, dimension: int) -> None:
+        if self._shard is not None:
+            return
+        shared = _acquire(self.path)
+        if shared is not None:
+            self._check_dimension(dimension)
+            self._shard = shared
+            return
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        exists = (self.path / "edge_config.json").is_file()
+        if exists:
+            self._check_dimension(dimension)
+        try:
+            shard = (
+                qe.EdgeShard.load(str(self.path))
+                if exists
+                else qe.EdgeShard.create(str(self.path), config)
+            )
+        except Exception as exc:
+            if "WouldBlock" in str(exc) or "lock" in str(exc).lower():
+                raise IndexLockedError(
+                    f"the index at {self.path} is open in another process; close that process "
+                    "or use a Qdrant server (backend_url='http://...') to share an index"
+                ) from exc
+            raise VectorIndexError(f"cannot open the index at {self.path}: {exc}") from exc
+        if not exists:
+            for name in _KEYWORD_FIELDS:
+                shard.update(
+                    qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword)
+                )
+        with _registry_lock:
+            key = str(self.path.resolve())
+            if key in _open:  # another thread won the race: use its shard
+                shard.close()
+                shard, refs = _open[key]
+                _open[key] = (shard, refs + 1)
+            else:
+                _open[key] = (shard, 1)
+        self._shard = shard
+
+    def _check_dimension(self, dimension: int) -> None:
+        config_file = self.path / "edge_config.json"
+        try:
+            stored = json.loads(config_file.read_text())["vectors"][DENSE]["size"]
+        except (OSError, KeyError, ValueError) as exc:
+            raise VectorIndexError(
+                f"the index at {self.path} is not a retrievalagent index: {exc}"
+            ) from exc
+        if stored != dimension:
+            raise VectorIndexError(
+                f"the index at {self.path} holds {stored}-d vectors but the embeddings give "
+                f"{dimension}-d ones; use the embeddings it was built with or a new collection"
+            )
+
+    @property
+    def shard(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise VectorIndexError("the index is not open (closed, or ensure() was not called)")
+        return self._shard
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._shard is not None:
+            self._shard = None
+            _release(self.path)
+        if self._temporary:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def flush(self) -> None:
+        self.shard.flush()
+
+    # -- writes ----------------------------------------------------------------------
+    def upsert(
+        self,
+        ids: Sequence[str],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[Sparse],
+        payloads: Sequence[dict[str, Any]],
+    ) -> None:
+        points = [
+            qe.Point(
+                id=pid,
+                vector={
+                    DENSE: list(map(float, vec)),
+                    SPARSE: qe.SparseVector(sp.indices, sp.values),
+                },
+                payload=payload,
+            )
+            for pid, vec, sp, payload in zip(ids, dense, sparse, payloads, strict=True)
+        ]
+        with self._write_lock:
+            self.shard.update(qe.UpdateOperation.upsert_points(points))
+
+    def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
+        keep = [Condition("doc_hash", "match", keep_doc_hash)] if keep_doc_hash else []
+        flt = _to_filter(conditions, keep)
+        if flt is None:
+            raise VectorIndexError("refusing to delete without conditions")
+        with self._write_lock:
+            n = self.shard.count(qe.CountRequest(filter=flt, exact=True))
+            if n:
+                self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
+        return n
+
+    # -- reads -----------------------------------------------------------------------
+    def dense_search(
+        self, vector: Sequence[float], limit: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(list(map(float, vector)), using=DENSE),
+            filter=_to_filter(conditions),
+            with_payload=True,
+        )
+        return [_hit(p) for p in self.shard.query(request)]
+
+    def sparse_search(
+        self, vector: Sparse, limit: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        if not vector:
+            return []
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=SPARSE),
+            filter=_to_filter(conditions),
+            with_payload=True,
+        )
+        return [_hit(p) for p in self.shard.query(request)]
+
+    def retrieve(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        records = self.shard.retrieve(list(ids), with_payload=True, with_vector=False)
+        return {str(r.id): dict(r.payload or {}) for r in records}
+
+    def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
+        if not term_ids:
+            return set()
+        requests = [
+            qe.QueryRequest(
+                limit=1,
+                query=qe.Query.Nearest(qe.SparseVector([t], [1.0]), using=SPARSE),
+                with_payload=False,
+            )
+            for t in term_ids
+        ]
+        results = self.shard.query_batch(qe.QueryBatchRequest(requests))
+        return {t for t, res in zip(term_ids, results, strict=True) if not res}
+
+    def source_hashes(self, source: str) -> dict[str, int]:
+        response = self.shard.facet(
+            qe.FacetRequest(
+                key="doc_hash",
+                limit=64,
+                exact=True,
+                filter=_to_filter([Condition("source", "match", source)]),
+            )
+        )
+        return {str(h.value): int(h.count) for h in response.hits}
+
+    def count(self, conditions: Sequence[Condition] = ()) -> int:
+        if not conditions:
+            return int(self.shard.info().points_count)
+        return int(self.shard.count(qe.CountRequest(filter=_to_filter(conditions), exact=True)))
+
+    def sources(self) -> dict[str, int]:
+        total = self.count()
+        if not total:
+            return {}
+        response = self.shard.facet(qe.FacetRequest(key="source", limit=total, exact=True))
+        return {str(h.value): int(h.count) for h in response.hits}

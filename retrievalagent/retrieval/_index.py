@@ -1,0 +1,70 @@
+"""The one small interface every vector backend implements.
+
+A collection holds one dense vector (``dense``, cosine) and one sparse BM25 vector
+(``bm25``, with Qdrant's IDF modifier) per chunk, plus the chunk's payload. The embedded
+engine (qdrant-edge) and a Qdrant server (qdrant-client) both sit behind this Protocol, so
+nothing above it knows which one is in use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from retrievalagent.retrieval._types import Condition, Hit, Sparse
+
+__all__ = ["DENSE", "SPARSE", "VectorIndex"]
+
+DENSE = "dense"
+SPARSE = "bm25"
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Storage and search of chunks for one collection."""
+
+    #: Where the index lives, for messages (a path, ``:memory:`` or a URL).
+    location: str
+
+    def ensure(self, dimension: int) -> None:
+        """Create the collection for ``dimension``-d vectors, or check the existing one."""
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[Sparse],
+        payloads: Sequence[dict[str, Any]],
+    ) -> None:
+        """Insert or replace chunks (same id = replace)."""
+
+    def dense_search(
+        self, vector: Sequence[float], limit: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        """Nearest chunks by cosine similarity, best first."""
+
+    def sparse_search(
+        self, vector: Sparse, limit: int, conditions: Sequence[Condition] = ()
+    ) -> list[Hit]:
+        """Best BM25 matches (IDF applied by the engine), best first."""
+
+    def retrieve(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Payloads of the chunks with these ids (missing ids are left out)."""
+
+    def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
+        """The term ids that occur in no chunk at all."""
+
+    def source_hashes(self, source: str) -> dict[str, int]:
+        """The ``doc_hash`` values stored for ``source`` and their chunk counts."""
+
+    def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
+        """Delete chunks matching ``conditions`` (except those with ``keep_doc_hash``)."""
+
+    def count(self, conditions: Sequence[Condition] = ()) -> int:
+        """Number of chunks matching ``conditions``."""
+
+    def sources(self) -> dict[str, int]:
+        """Every indexed source and its number of chunks."""
+
+    def close(self) -> None:
+        """Release files and connections."""

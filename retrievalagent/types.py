@@ -1,0 +1,103 @@
+"""Public data types: the result of a turn, the grader's verdict, stream events, reports."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, Field
+
+__all__ = ["AgentResult", "DrainReport", "Grade", "Source", "StreamEvent"]
+
+
+class Source(TypedDict, total=False):
+    """One cited passage. ``metadata`` is exactly what the caller attached at ingestion."""
+
+    id: str
+    source: str
+    text: str
+    score: float
+    metadata: dict[str, Any]
+    position: int | None
+    headings: list[str]
+    dense_rank: int | None
+    lexical_rank: int | None
+
+
+class Grade(BaseModel):
+    """The grader's structured verdict on an answer (what ``final_grade`` asks the model for)."""
+
+    sufficient: bool = Field(
+        description="True if the answer is supported by the passages and answers the question."
+    )
+    confidence: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="How sure you are that the answer is correct and complete, 0 to 1.",
+    )
+    memory_worth_storing: bool = Field(
+        default=False,
+        description=(
+            "True only if this turn revealed a reusable search fact for this corpus: a term the "
+            "user typed that the documents call something else (synonym, alias, abbreviation, "
+            "spelling variant, typo). Never for facts about one document or about the user."
+        ),
+    )
+    memory_confidence: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="How sure you are that memory_fact is correct and useful for future searches, 0 to 1.",
+    )
+    memory_fact: str = Field(
+        default="",
+        description='The fact to remember, short, e.g. \'"backup copy" is called "snapshot" in these documents\'. Empty if none.',
+    )
+
+
+class DrainReport(TypedDict):
+    """What waiting for background memory writes found."""
+
+    landed: int
+    failed: int
+    pending: int
+
+
+class StreamEvent(TypedDict, total=False):
+    """One item of ``stream``/``astream``: a node's update or a piece of the answer."""
+
+    type: Literal["node", "token", "result"]
+    node: str
+    update: dict[str, Any]
+    text: str
+    result: AgentResult
+
+
+class AgentResult(dict):  # type: ignore[type-arg]
+    """The final state of a turn: a mapping (as LangGraph returns it) with attribute access.
+
+    ``result.answer``, ``result.sources``, ``result.trace``, ``result.memory_context``,
+    ``result.memory_fact``, ``result.messages``, ``result.documents`` ... and
+    ``result["answer"]`` are the same thing.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(
+                f"result has no field {name!r}; fields: {', '.join(sorted(self))}"
+            ) from None
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self))
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> AgentResult:
+        return cls(state)
+
+    def events(self, node: str) -> list[dict[str, Any]]:
+        """The trace events one node left, in order."""
+        return [e for e in self.get("trace", []) if e.get("node") == node]

@@ -1,0 +1,83 @@
+"""Shared fixtures: one embedder per session, throwaway agents, local servers, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MEM0_TELEMETRY", "False")  # before anything imports mem0
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers.fixtures import *  # noqa: F403
+
+SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "retrievalagent" / "sample_docs"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Nothing a test does lands in the user's real data dir."""
+    path = tmp_path_factory.mktemp("rag-data")
+    old = os.environ.get("RAG_DATA_DIR")
+    os.environ["RAG_DATA_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("RAG_DATA_DIR", None)
+    else:
+        os.environ["RAG_DATA_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Any:
+    """The real packaged embedder, loaded once."""
+    from retrievalagent.embeddings import MiniLMEmbeddings
+
+    return MiniLMEmbeddings().load()
+
+
+@pytest.fixture
+def make_agent(minilm: Any, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Build agents on a throwaway index with the real embedder; all are closed afterwards."""
+    from retrievalagent import init_agent
+
+    made: list[Any] = []
+
+    def factory(collection: str = "test", **kwargs: Any) -> Any:
+        kwargs.setdefault("backend_url", ":memory:")
+        kwargs.setdefault("embeddings", minilm)
+        kwargs.setdefault("data_dir", tmp_path / "data")
+        agent = init_agent(collection, **kwargs)
+        made.append(agent)
+        return agent
+
+    yield factory
+    for agent in made:
+        agent.close()
+
+
+@pytest.fixture(scope="session")
+def sample_docs() -> Path:
+    return SAMPLE_DOCS
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """A reachable PostgreSQL URL, or skip (fail when CI=true)."""
+    url = os.environ.get("RAG_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("select 1")
+    except Exception as exc:
+        message = (
+            f"PostgreSQL not reachable at {url} ({exc}); set RAG_TEST_POSTGRES_URL to a "
+            "database you can write to to run these tests"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return url
