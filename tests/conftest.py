@@ -6,11 +6,13 @@ import os
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")  # before anything imports mem0
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from tests.servers.fixtures import *  # noqa: F403
 
@@ -30,12 +32,45 @@ def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
         os.environ["RAG_DATA_DIR"] = old
 
 
+class MemoEmbeddings(Embeddings):
+    """The real packaged model, remembering vectors it already computed in this session.
+
+    Many tests index the same sample docs; the vectors are the model's own either way.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.dimension = inner.dimension
+        self.model_name = inner.model_name
+        self._memo: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            vectors = self.inner.embed_documents(missing)
+            with self._lock:
+                self._memo.update(zip(missing, vectors, strict=True))
+        with self._lock:
+            return [list(self._memo[t]) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
 @pytest.fixture(scope="session")
-def minilm() -> Any:
-    """The real packaged embedder, loaded once."""
+def minilm_model() -> Any:
+    """The real packaged embedder, loaded once, without any memo."""
     from retrievalagent.embeddings import MiniLMEmbeddings
 
     return MiniLMEmbeddings().load()
+
+
+@pytest.fixture(scope="session")
+def minilm(minilm_model: Any) -> Any:
+    """The real packaged embedder (loaded once) with a per-session vector memo."""
+    return MemoEmbeddings(minilm_model)
 
 
 @pytest.fixture

@@ -30,8 +30,13 @@ def resolve_embeddings(spec: Embeddings | str | None, *, batch_size: int = 32) -
             )
         from langchain.embeddings import init_embeddings
 
+        kwargs = {}
+        if spec.split(":", 1)[0] in ("openai", "azure_openai"):
+            # Chunks are far below the model's context, and the length check downloads a
+            # tokenizer file at first use: skip it so OpenAI-compatible local servers work offline.
+            kwargs["check_embedding_ctx_length"] = False
         try:
-            return init_embeddings(spec)
+            return init_embeddings(spec, **kwargs)
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"embeddings={spec!r} could not be created: {exc}") from exc
     raise ConfigError(

@@ -66,7 +66,8 @@ class SourceDoc:
         ):
             digest.update(part.encode("utf-8", "surrogatepass"))
             digest.update(b"\x00")
-        return digest.hexdigest()[:32]
+        # 40 hex digits: 32 would look like a UUID, which Qdrant rewrites in facet values.
+        return digest.hexdigest()[:40]
 
 
 def source_key(path: Path) -> str:

@@ -156,9 +156,16 @@ class ExtractiveAnswerer:
             chosen.append(candidate)
             total += len(candidate.text)
         chosen.sort(key=lambda s: (s.passage, s.order))
-        parts = []
+        parts, introduced = [], set()
         for s in chosen:
-            text = s.text if s.text[-1:] in ".!?:" else s.text + "."
+            text = s.text.lstrip("-*• ").strip()
+            text = text if text[-1:] in ".!?:" else text + "."
+            headings = request.sources[s.passage].get("headings") or []
+            section = " ".join(headings[-1].split()) if len(headings) >= 2 else ""
+            if section and s.passage not in introduced and not text.startswith(section):
+                # The section often carries what the sentence leaves implicit (a version, a code).
+                text = f"{section}: {text}"
+            introduced.add(s.passage)
             parts.append(f"{text} [{s.passage + 1}]")
         return Answer(" ".join(parts), GENERATED_BY, llm=False)
 

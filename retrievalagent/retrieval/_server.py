@@ -38,6 +38,12 @@ def _to_filter(
     )
 
 
+def _is_local_mode(client: QdrantClient) -> bool:
+    from qdrant_client.local.qdrant_local import QdrantLocal
+
+    return isinstance(getattr(client, "_client", None), QdrantLocal)
+
+
 def _hit(point: Any) -> Hit:
     return Hit(id=str(point.id), score=float(point.score), payload=dict(point.payload or {}))
 
@@ -84,10 +90,11 @@ class ServerIndex:
                     SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
                 },
             )
-            for name in ("source", "doc_hash"):
-                self.client.create_payload_index(
-                    self.collection, name, field_schema=models.PayloadSchemaType.KEYWORD
-                )
+            if not _is_local_mode(self.client):  # local mode ignores them, with a warning
+                for name in ("source", "doc_hash"):
+                    self.client.create_payload_index(
+                        self.collection, name, field_schema=models.PayloadSchemaType.KEYWORD
+                    )
         self._ready = True
 
     def close(self) -> None:

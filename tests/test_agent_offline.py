@@ -1,0 +1,178 @@
+"""The offline agent end to end: real embedded index, real embedder, no LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langgraph.checkpoint.memory import MemorySaver
+
+from retrievalagent import AgentResult, ConfigError
+from retrievalagent.graph import NODE_NAMES
+
+QUESTIONS = json.loads((Path(__file__).resolve().parents[1] / "retrievalagent" / "sample_docs" /
+                        "questions.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def rag(minilm, tmp_path_factory):
+    from retrievalagent import init_agent, sample_docs_path
+
+    agent = init_agent("sample", backend_url=":memory:", embeddings=minilm,
+                       data_dir=tmp_path_factory.mktemp("data"))
+    agent.add_documents(sample_docs_path())
+    yield agent
+    agent.close()
+
+
+@pytest.mark.parametrize("q", [q for q in QUESTIONS if q["kind"] == "lexical"],
+                         ids=lambda q: q["question"][:40])
+def test_lexical_questions_cite_the_right_file_and_quote_it(rag, q) -> None:
+    state = rag.invoke(q["question"])
+    assert any(s["source"].endswith(q["source"]) for s in state.sources[:3])
+    cited = {int(n) for n in __import__("re").findall(r"\[(\d+)\]", state.answer)}
+    assert cited and all(1 <= n <= len(state.sources) for n in cited)
+    assert any(state.sources[n - 1]["source"].endswith(q["source"]) for n in cited)
+    assert all(key.lower() in state.answer.lower() for key in q["answer_contains"]), state.answer
+
+
+def test_most_paraphrased_questions_find_their_file(rag) -> None:
+    para = [q for q in QUESTIONS if q["kind"] == "paraphrase"]
+    found = sum(any(s["source"].endswith(q["source"]) for s in rag.invoke(q["question"]).sources[:3])
+                for q in para)
+    assert found >= len(para) - 2, f"{found}/{len(para)}"
+
+
+def test_result_is_a_mapping_with_attributes_and_says_no_llm(rag) -> None:
+    state = rag.invoke("What is the default value of snapshot cadence?")
+    assert isinstance(state, AgentResult) and isinstance(state, dict)
+    assert state.answer == state["answer"] and state.trace is state["trace"]
+    assert state.memory_context == "" and state.memory_fact == ""
+    assert state.llm_used is False and "no LLM" in state.generated_by
+    assert [type(m).__name__ for m in state.messages] == ["HumanMessage", "AIMessage"]
+    assert state.messages[-1].response_metadata["llm"] is False
+    scores = [s["score"] for s in state.sources]
+    assert scores == sorted(scores, reverse=True)
+    for src in state.sources:
+        assert {"id", "source", "text", "score", "metadata"} <= set(src)
+    assert all(isinstance(d, Document) for d in state.documents)
+    assert state.documents[0].page_content == state.sources[0]["text"]
+    with pytest.raises(AttributeError, match="no field"):
+        _ = state.not_a_field
+
+
+def test_every_node_leaves_a_trace_event(rag) -> None:
+    state = rag.invoke("Which flag of lantern verify reads every chunk in the vault?")
+    nodes = [e["node"] for e in state.trace]
+    assert set(nodes) >= set(NODE_NAMES) - {"rewrite"}
+    assert nodes[0] == "prepare" and nodes[-1] == "write_memory"
+    assert nodes.index("lexical_search") > nodes.index("read_memory")
+    grade = next(e for e in state.trace if e["node"] == "final_grade")
+    assert set(grade) >= {"sufficient", "confidence", "memory_should_store", "memory_confidence"}
+    dense = next(e for e in state.trace if e["node"] == "dense_search")
+    assert dense["hits"] > 0 and "embed_ms" in dense
+
+
+def test_filters_apply_to_the_whole_graph(rag) -> None:
+    some = next(s for s in rag.sources() if s.endswith("faq.md"))
+    state = rag.invoke("How do I restore a file?", filter={"source": some})
+    assert state.sources and {s["source"] for s in state.sources} == {some}
+    with pytest.raises(ConfigError, match="filter"):
+        rag.invoke("anything", filter={"year": object()})
+
+
+def test_insufficient_answers_trigger_a_bounded_rewrite(minilm, tmp_path) -> None:
+    from retrievalagent import init_agent
+
+    with init_agent("tiny", backend_url=":memory:", embeddings=minilm, data_dir=tmp_path,
+                    min_confidence=0.99, max_retries=2) as agent:
+        agent.add_documents(["Bananas are yellow fruit rich in potassium.",
+                             "The harbour opens at dawn for the fishing boats."])
+        state = agent.invoke("Which colour are bananas?")
+    rewrites = [e for e in state.trace if e["node"] == "rewrite"]
+    grades = [e for e in state.trace if e["node"] == "final_grade"]
+    assert 1 <= len(rewrites) <= 2 and len(grades) == len(rewrites) + 1 - sum(
+        1 for e in rewrites if e.get("skipped"))
+    queries = [e["query"] for e in rewrites if e.get("query")]
+    assert len(queries) == len(set(queries)) and state.question not in queries
+    assert len(state.messages) == 2  # one answer per turn, whatever the retries
+
+
+async def test_ainvoke_matches_invoke_and_never_blocks_the_loop(rag, monkeypatch) -> None:
+    loop_thread = threading.get_ident()
+    calls: list[int] = []
+    index = rag.index
+    for name in ("dense_search", "sparse_search", "retrieve"):
+        original = getattr(index, name)
+
+        def spy(*args, _original=original, **kwargs):
+            calls.append(threading.get_ident())
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(index, name, spy)
+    question = "How many daily snapshots does keep_daily keep by default?"
+    sync_state = await asyncio.to_thread(rag.invoke, question)
+    calls.clear()
+    async_state = await rag.ainvoke(question)
+    assert [s["id"] for s in async_state.sources] == [s["id"] for s in sync_state.sources]
+    assert async_state.answer == sync_state.answer
+    assert calls and loop_thread not in calls  # every blocking index call ran off the loop
+
+
+def test_stream_yields_node_updates_tokens_and_the_result(rag) -> None:
+    events = list(rag.stream("What is the minimum glibc version required on Linux?"))
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "result" and kinds.count("result") == 1
+    nodes = [e["node"] for e in events if e["type"] == "node"]
+    assert nodes[0] == "prepare" and "generate" in nodes and nodes[-1] == "write_memory"
+    tokens = "".join(e["text"] for e in events if e["type"] == "token")
+    final = events[-1]["result"]
+    assert tokens == final.answer and len([k for k in kinds if k == "token"]) > 3
+
+
+async def test_astream_matches(rag) -> None:
+    events = [e async for e in rag.astream("What is the minimum glibc version required on Linux?")]
+    tokens = "".join(e["text"] for e in events if e["type"] == "token")
+    assert tokens == events[-1]["result"].answer
+
+
+def test_chat_uses_history_without_persistence(rag) -> None:
+    answer = rag.chat("What is the default value of snapshot cadence?")
+    assert isinstance(answer, str) and "6h" in answer
+    follow = rag.chat("How many daily snapshots does keep_daily keep by default?",
+                      history=[("user", "What is the default value of snapshot cadence?"),
+                               ("assistant", answer)])
+    assert "14" in follow
+    with pytest.raises(ConfigError, match="role"):
+        rag.chat("x", history=[("robot", "beep")])
+
+
+def test_checkpointer_threads_remember_turns(minilm, tmp_path) -> None:
+    from retrievalagent import init_agent, sample_docs_path
+
+    with init_agent("threads", backend_url=":memory:", embeddings=minilm, data_dir=tmp_path,
+                    checkpointer=MemorySaver()) as agent:
+        agent.add_documents(Path(sample_docs_path()) / "faq.md")
+        alice = {"configurable": {"thread_id": "user-alice"}}
+        agent.invoke("What happens if the computer is asleep when a snapshot is due?", config=alice)
+        second = agent.invoke("Give me an example.", config=alice)
+        assert len(second.messages) == 4
+        assert second.messages[0].content.startswith("What happens if the computer")
+        bob = agent.invoke("Who are you?", config={"configurable": {"thread_id": "user-bob"}})
+        assert len(bob.messages) == 2
+        assert [e["node"] for e in second.trace].count("prepare") == 1  # trace is per turn
+        with pytest.raises(ConfigError, match="thread_id"):
+            agent.invoke("No thread given")
+
+
+def test_as_retriever_is_a_langchain_retriever(rag) -> None:
+    retriever = rag.as_retriever(top_k=3)
+    assert isinstance(retriever, BaseRetriever)
+    docs = retriever.invoke("Which algorithm stretches the passphrase?")
+    assert len(docs) == 3 and docs[0].metadata["source"].endswith("guide/encryption.md")
+    assert docs[0].page_content == rag.search("Which algorithm stretches the passphrase?")[0]["text"]
