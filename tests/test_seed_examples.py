@@ -44,7 +44,7 @@ def test_memorysaver_example_remembers_the_first_turn(spec_env, qdrant_server_63
 
     ns = run_block(find_block("thread_id", "user-bob"), ns)
     bob = rag.graph.get_state({"configurable": {"thread_id": "user-bob"}}).values
-    assert [m.content for m in bob["messages"]][0] == "Who are you?" and len(bob["messages"]) == 2
+    assert bob["messages"][0].content == "Who are you?" and len(bob["messages"]) == 2
     alice = rag.graph.get_state(config).values
     assert len(alice["messages"]) == 6
     rag.close()
