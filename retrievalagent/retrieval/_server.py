@@ -8,9 +8,10 @@ laptop and one on a cluster answer the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qdrant_client import QdrantClient, models
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
 
 from retrievalagent.errors import VectorIndexError
 from retrievalagent.retrieval._index import DENSE, SPARSE
@@ -19,7 +20,15 @@ from retrievalagent.retrieval._types import Condition, Hit, Sparse
 __all__ = ["ServerIndex"]
 
 
-def _condition(c: Condition) -> models.FieldCondition:
+def _models() -> Any:
+    # qdrant-client takes ~1 s to import; only agents that talk to a server pay for it.
+    from qdrant_client import models
+
+    return models
+
+
+def _condition(c: Condition) -> Any:
+    models = _models()
     if c.kind == "match":
         return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value))
     if c.kind == "any":
@@ -27,9 +36,8 @@ def _condition(c: Condition) -> models.FieldCondition:
     return models.FieldCondition(key=c.key, range=models.Range(**c.value))
 
 
-def _to_filter(
-    conditions: Sequence[Condition], must_not: Sequence[Condition] = ()
-) -> models.Filter | None:
+def _to_filter(conditions: Sequence[Condition], must_not: Sequence[Condition] = ()) -> Any:
+    models = _models()
     if not conditions and not must_not:
         return None
     return models.Filter(
@@ -61,12 +69,15 @@ class ServerIndex:
     def from_url(
         cls, url: str, collection: str, api_key: str | None = None, timeout: int = 30
     ) -> ServerIndex:
+        from qdrant_client import QdrantClient
+
         client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
         return cls(client, collection, location=f"{url} (collection {collection!r})")
 
     def ensure(self, dimension: int) -> None:
         if self._ready:
             return
+        models = _models()
         try:
             exists = self.client.collection_exists(self.collection)
         except Exception as exc:
@@ -107,6 +118,7 @@ class ServerIndex:
         sparse: Sequence[Sparse],
         payloads: Sequence[dict[str, Any]],
     ) -> None:
+        models = _models()
         points = [
             models.PointStruct(
                 id=pid,
@@ -125,6 +137,7 @@ class ServerIndex:
         flt = _to_filter(conditions, keep)
         if flt is None:
             raise VectorIndexError("refusing to delete without conditions")
+        models = _models()
         n = self.client.count(self.collection, count_filter=flt, exact=True).count
         if n:
             self.client.delete(
@@ -150,6 +163,7 @@ class ServerIndex:
     ) -> list[Hit]:
         if not vector:
             return []
+        models = _models()
         response = self.client.query_points(
             self.collection,
             query=models.SparseVector(indices=vector.indices, values=vector.values),
@@ -169,6 +183,7 @@ class ServerIndex:
     def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
         if not term_ids:
             return set()
+        models = _models()
         requests = [
             models.QueryRequest(
                 query=models.SparseVector(indices=[t], values=[1.0]),
