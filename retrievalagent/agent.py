@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
+from langgraph.types import Overwrite
 
 from retrievalagent.config import Settings
 from retrievalagent.embeddings import resolve_embeddings
@@ -40,7 +41,13 @@ from retrievalagent.models import (
     LLMRewriter,
     resolve_model,
 )
-from retrievalagent.persistence import resolve_checkpointer, resolve_store
+from retrievalagent.persistence import (
+    ThreadInfo,
+    Threads,
+    ThreadTitler,
+    resolve_checkpointer,
+    resolve_store,
+)
 from retrievalagent.retrieval import (
     Condition,
     EdgeIndex,
@@ -342,7 +349,11 @@ class RetrievalAgent:
     def _event(self, mode: str, chunk: Any) -> StreamEvent | None:
         if mode == "updates":
             for node, update in chunk.items():
-                return StreamEvent(type="node", node=node, update=update or {})
+                plain = {
+                    key: value.value if isinstance(value, Overwrite) else value
+                    for key, value in (update or {}).items()
+                }
+                return StreamEvent(type="node", node=node, update=plain)
         if mode == "messages":
             message, meta = chunk
             if meta.get("langgraph_node") == "generate" and getattr(message, "content", ""):
@@ -436,6 +447,72 @@ class RetrievalAgent:
         graph = self._stateless_graph()
         config = self._config(config, graph)
         return str((await graph.ainvoke(self._chat_input(question, history), config))["answer"])
+
+    # -- conversations ---------------------------------------------------------------------
+    # (owned by the persistence work: threads kept by the checkpointer; logic lives in
+    # retrievalagent/persistence/_threads.py)
+    @property
+    def threads(self) -> Threads:
+        """The conversations this agent's checkpointer keeps."""
+        return Threads(self.graph, self.collection)
+
+    def list_threads(
+        self, user_id: str | None = None, *, limit: int | None = None
+    ) -> list[ThreadInfo]:
+        """A user's conversations in this collection, most recently updated first.
+
+        Each has its thread id, title (the first question, or a few words from the model),
+        creation and last-update times and message count. ``user_id=None`` lists every
+        user's; threads run without a user id belong to ``"default"``.
+        """
+        return self.threads.list(user_id, limit)
+
+    async def alist_threads(
+        self, user_id: str | None = None, *, limit: int | None = None
+    ) -> list[ThreadInfo]:
+        """Async :meth:`list_threads` (needed with async checkpointers)."""
+        return await self.threads.alist(user_id, limit)
+
+    def get_history(self, thread_id: str) -> list[AnyMessage]:
+        """The messages of a thread's current branch, oldest first (empty if unknown)."""
+        return self.threads.history(thread_id)
+
+    async def aget_history(self, thread_id: str) -> list[AnyMessage]:
+        return await self.threads.ahistory(thread_id)
+
+    def delete_thread(self, thread_id: str) -> bool:
+        """Delete a thread's checkpoints (and so its entry in :meth:`list_threads`).
+
+        Returns False when this collection has no such thread.
+        """
+        return self.threads.delete(thread_id)
+
+    async def adelete_thread(self, thread_id: str) -> bool:
+        return await self.threads.adelete(thread_id)
+
+    def _regenerate_config(self, config: RunnableConfig | None) -> RunnableConfig:
+        if not ((config or {}).get("configurable") or {}).get("thread_id"):
+            raise ConfigError(
+                "regenerate needs the thread: config={'configurable': {'thread_id': '...'}}"
+            )
+        return dict(config)  # type: ignore[arg-type, return-value]
+
+    def regenerate(self, config: RunnableConfig) -> AgentResult:
+        """Answer the thread's last question again, on a branch from before its answer.
+
+        The thread then continues on the new branch: the replaced answer is no longer in
+        its history and is never sent to the model again. ``configurable.checkpoint_id``
+        (optional) picks an older point of the thread to regenerate from.
+        """
+        payload, branch = self.threads.branch(self._regenerate_config(config))
+        run = self._config(branch, self.graph)
+        return self._result(self.graph.invoke(payload, run), run)
+
+    async def aregenerate(self, config: RunnableConfig) -> AgentResult:
+        """Async :meth:`regenerate`."""
+        payload, branch = await self.threads.abranch(self._regenerate_config(config))
+        run = self._config(branch, self.graph)
+        return self._result(await self.graph.ainvoke(payload, run), run)
 
     # -- background memory writes ----------------------------------------------------------
     def drain_background(self, timeout: float | None = None) -> DrainReport:
@@ -572,6 +649,9 @@ def init_agent(
             writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),
             trace_log=TraceLog(Path(cfg.trace_file)) if cfg.trace_file else None,
             collection=collection,
+            titler=None
+            if saver is None
+            else ThreadTitler(chat_model if cfg.thread_title == "llm" else None),
         )
         nodes = Nodes(components)
         graph = build_graph(

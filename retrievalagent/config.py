@@ -227,6 +227,15 @@ class Settings:
         high=1_000_000,
         optional=True,
     )
+    thread_title: str = _knob(
+        "RAG_THREAD_TITLE",
+        "llm",
+        "How a thread is titled at its first turn: 'llm' asks the chat model for a few words "
+        "(one short call; only with a model and a thread id), 'question' uses the first "
+        "question cut to 50 characters.",
+        kind=str,
+        choices=("llm", "question"),
+    )
     # observability
     trace_file: Path | None = _knob(
         "RAG_TRACE_FILE",
@@ -234,6 +243,14 @@ class Settings:
         "Append every turn's trace as one JSON line to this file.",
         kind=Path,
         optional=True,
+    )
+    # serving
+    default_collection: str = _knob(
+        "RAG_COLLECTION",
+        "docs",
+        "Collection used when none is named: CLI commands without `--collection` and the "
+        "LangGraph Server graph (`retrievalagent.server`).",
+        kind=str,
     )
 
     def __post_init__(self) -> None:

@@ -101,7 +101,7 @@ def run_block(block: SeedBlock, namespace: dict[str, object]) -> dict[str, objec
 
     code = compile(block.code, f"<seed line {block.line}>", "exec",
                    flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    result = eval(code, namespace)  # noqa: S307 - the spec's own example
+    result = eval(code, namespace)  # the spec's own example
     if inspect.iscoroutine(result):
         asyncio.run(result)
     return namespace

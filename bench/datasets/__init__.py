@@ -17,7 +17,7 @@ from pathlib import Path
 from .passages import read_jsonl
 from .sources import cache_dir
 
-__all__ = ["NAMES", "build", "load", "names", "path"]
+__all__ = ["NAMES", "load", "names", "path", "rebuild"]
 
 NAMES = ("manpages", "pydocs", "aliases", "scale")
 
@@ -45,7 +45,7 @@ def _corpus_file(name: str) -> Path:
     return d / "corpus.jsonl"
 
 
-def build(name: str) -> None:
+def rebuild(name: str) -> None:
     """(Re)build one dataset, fetching its packages if they are not cached."""
     from .build import run
 
@@ -61,5 +61,5 @@ def load(name: str, build_missing: bool = True) -> tuple[list[dict], list[dict]]
     if not (d / "queries.jsonl").exists() or not _corpus_file(name).exists():
         if not build_missing:
             raise FileNotFoundError(f"{d} is not built: run python -m bench.datasets.build")
-        build(name)
+        rebuild(name)
     return read_jsonl(_corpus_file(name)), read_jsonl(d / "queries.jsonl")

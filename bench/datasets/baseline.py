@@ -50,6 +50,12 @@ def report(name: str) -> dict:
         "text": evaluate(corpus, queries),
         "title+text": evaluate(corpus, queries, with_title=True),
     }
+    if queries and "description" in queries[0]:  # manpages: without the function name
+        desc = [dict(q, query=q["description"]) for q in queries]
+        out["text, description only"] = evaluate(corpus, desc)
+    if queries and "base_query" in queries[0]:  # aliases: the same queries before re-wording
+        base = [dict(q, query=q["base_query"]) for q in queries]
+        out["text, base queries"] = evaluate(corpus, base)
     print(f"{name}: BM25Okapi {out}")
     return out
 

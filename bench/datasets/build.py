@@ -25,18 +25,20 @@ if __package__ in (None, ""):  # run as a script: make ``bench.datasets`` import
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     __package__ = "bench.datasets"
 
-from bench.datasets import catalog  # noqa: E402
-from bench.datasets.markup import Block, parse_markdown, parse_rst  # noqa: E402
-from bench.datasets.passages import (  # noqa: E402
+from bench.datasets import catalog
+from bench.datasets.markup import Block, parse_markdown, parse_rst
+from bench.datasets.passages import (
+    MAX_WORDS,
     MIN_WORDS,
+    TARGET_WORDS,
     chunk_paragraphs,
     dedup,
     nwords,
     tokenize,
     write_jsonl,
 )
-from bench.datasets.roff import ManPage, decode, parse_manpage  # noqa: E402
-from bench.datasets.sources import (  # noqa: E402
+from bench.datasets.roff import ManPage, decode, parse_manpage
+from bench.datasets.sources import (
     Deb,
     Sdist,
     cache_dir,
@@ -62,7 +64,13 @@ def page_id(path: str) -> str:
     return re.sub(r"\.gz$", "", path.rsplit("/", 1)[-1])
 
 
-def man_passages(page: ManPage, pid: str, source: str, prefix: str = "") -> list[dict]:
+def man_passages(
+    page: ManPage,
+    pid: str,
+    source: str,
+    target: int = TARGET_WORDS,
+    max_words: int = MAX_WORDS,
+) -> list[dict]:
     """Passages of one man page: each (sub)section chunked, small pieces merged.
 
     The text of a passage starts with its section heading (``DESCRIPTION`` or
@@ -76,7 +84,7 @@ def man_passages(page: ManPage, pid: str, source: str, prefix: str = "") -> list
         if s.name in SKIP_MAN_SECTIONS and not s.sub:
             continue
         label = f"{s.name}: {s.sub}" if s.sub else s.name
-        for body in chunk_paragraphs(s.paragraphs):
+        for body in chunk_paragraphs(s.paragraphs, max_words, target):
             pieces.append((s.name, label, body))
     # merge runs of small pieces forward (LIBRARY + SYNOPSIS, short SEE ALSO, ...)
     groups: list[list[tuple[str, str, str]]] = []
@@ -84,14 +92,14 @@ def man_passages(page: ManPage, pid: str, source: str, prefix: str = "") -> list
         w = nwords(piece[2])
         if groups:
             gw = sum(nwords(p[2]) for p in groups[-1])
-            if gw < MIN_WORDS and gw + w <= 400:
+            if gw < MIN_WORDS and gw + w <= max_words:
                 groups[-1].append(piece)
                 continue
         groups.append([piece])
     if len(groups) > 1:
         lw = sum(nwords(p[2]) for p in groups[-1])
         pw = sum(nwords(p[2]) for p in groups[-2])
-        if lw < MIN_WORDS and lw + pw <= 500:
+        if lw < MIN_WORDS and lw + pw <= max_words * 1.25:
             groups[-2].extend(groups.pop())
     out = []
     for k, g in enumerate(groups):
@@ -102,7 +110,7 @@ def man_passages(page: ManPage, pid: str, source: str, prefix: str = "") -> list
             last_label = label
         out.append(
             {
-                "id": f"{prefix}{pid}#{k}",
+                "id": f"{pid}#{k}",
                 "source": source,
                 "title": title,
                 "text": "\n\n".join(parts),
@@ -143,7 +151,10 @@ def build_manpages() -> dict:
         summaries[clean_summary(page.summary).lower()] += 1
         desc = [p["id"] for p in ps if "DESCRIPTION" in p["_sections"]]
         if page.summary and desc:
-            cands.append({"page": pid, "query": clean_summary(page.summary), "relevant": desc})
+            first = page.names.split(",")[0].strip()
+            cands.append(
+                {"page": pid, "name": first, "query": clean_summary(page.summary), "relevant": desc}
+            )
     corpus, remap = dedup(corpus)
     queries = []
     for c in cands:
@@ -155,8 +166,16 @@ def build_manpages() -> dict:
         if len(c["relevant"]) > 4:  # very long DESCRIPTION: the NAME line is too coarse
             continue
         rel = sorted(dict.fromkeys(remap.get(r, r) for r in c["relevant"]), key=_idkey)
-        queries.append({"id": f"man-{c['page']}", "query": q, "relevant": rel})
-    pool = list(queries)
+        queries.append(
+            {
+                "id": f"man-{c['page']}",
+                "query": f"{c['name']}: {q}" if c["name"] else q,
+                "relevant": rel,
+                "description": q,
+            }
+        )
+    # the aliases set re-words the description alone (no function name to lean on)
+    pool = [dict(q, query=q["description"]) for q in queries]
     queries = _sample(queries, 500)
     for p in corpus:
         p.pop("_sections")
@@ -201,7 +220,14 @@ def parse_doc(path: str, raw: bytes) -> list[Block]:
     return parse_rst(text)
 
 
-def doc_passages(blocks: list[Block], doc_id: str, source: str, title: str) -> list[dict]:
+def doc_passages(
+    blocks: list[Block],
+    doc_id: str,
+    source: str,
+    title: str,
+    target: int = TARGET_WORDS,
+    max_words: int = MAX_WORDS,
+) -> list[dict]:
     """Passages of one document: section bodies WITHOUT their headings.
 
     A section shorter than MIN_WORDS is merged into the following section of the same
@@ -209,21 +235,21 @@ def doc_passages(blocks: list[Block], doc_id: str, source: str, title: str) -> l
     """
     pieces: list[tuple[int, str]] = []
     for bi, b in enumerate(blocks):
-        for body in chunk_paragraphs(b.paragraphs):
+        for body in chunk_paragraphs(b.paragraphs, max_words, target):
             pieces.append((bi, body))
     groups: list[list[tuple[int, str]]] = []
     for piece in pieces:
         w = nwords(piece[1])
         if groups:
             gw = sum(nwords(p[1]) for p in groups[-1])
-            if gw < MIN_WORDS and gw + w <= 400:
+            if gw < MIN_WORDS and gw + w <= max_words:
                 groups[-1].append(piece)
                 continue
         groups.append([piece])
     if len(groups) > 1:
         lw = sum(nwords(p[1]) for p in groups[-1])
         pw = sum(nwords(p[1]) for p in groups[-2])
-        if lw < MIN_WORDS and lw + pw <= 500:
+        if lw < MIN_WORDS and lw + pw <= max_words * 1.25:
             groups[-2].extend(groups.pop())
     out = []
     for k, g in enumerate(groups):
@@ -247,7 +273,7 @@ def doc_title(blocks: list[Block], path: str) -> str:
 
 
 def good_heading(h: str) -> bool:
-    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'-]*", h)]
+    words = [w for w in h.split() if re.fullmatch(r"[A-Za-z][A-Za-z'-]*[A-Za-z?,:]?", w)]
     if len(words) < 3 or len(h) > 120:
         return False
     if GENERIC_HEADING.match(h.strip().rstrip(":?!.")):
@@ -299,6 +325,7 @@ def build_pydocs() -> dict:
             if b.words < 40 or not 1 <= len(by_block[bi]) <= 3:
                 continue
             cands.append({"doc": doc_id, "bi": bi, "query": h, "relevant": by_block[bi]})
+    corpus = [p for p in corpus if nwords(p["text"]) >= 20]  # stubs (a lone toctree page)
     corpus, remap = dedup(corpus)
     queries = []
     for c in cands:
@@ -348,6 +375,11 @@ def write_set(name: str, corpus: list[dict] | None, queries: list[dict], meta: d
             missing = [r for r in q["relevant"] if r not in ids]
             assert not missing, f"{name}: query {q['id']} has unknown relevant ids {missing}"
         write_jsonl(d / "corpus.jsonl", corpus)
+    elif meta.get("corpus"):  # reuses another set's corpus: a relative symlink to it
+        link = d / "corpus.jsonl"
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(Path("..") / meta["corpus"] / "corpus.jsonl")
     write_jsonl(d / "queries.jsonl", queries)
     (d / "manifest.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta
@@ -378,6 +410,7 @@ def run(name: str) -> dict:
         meta.update(stats(_get("manpages")["corpus"], queries))
         meta["pairs_used"] = res["pairs_used"]
         meta["pairs_rejected"] = res["pairs_rejected"]
+        meta["pairs_considered"] = res["pairs_considered"]
     elif name == "scale":
         from bench.datasets.scale import build_scale
 
@@ -390,7 +423,8 @@ def run(name: str) -> dict:
     write_set(name, corpus, queries, meta)
     if corpus is not None:
         meta["corpus_mb"] = round((set_dir(name) / "corpus.jsonl").stat().st_size / 2**20, 1)
-    log.info("%s: %s", name, json.dumps({k: v for k, v in meta.items() if k != "packages"}))
+    brief = {k: v for k, v in meta.items() if not k.startswith(("packages", "pairs_"))}
+    log.info("%s: %s", name, json.dumps(brief))
     return meta
 
 

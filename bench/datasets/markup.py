@@ -101,6 +101,11 @@ _CODE_DIRECTIVES = {
     "parsed-literal",
     "code-tab",
 }
+# directives whose argument is a title or a version, not running text
+_ARG_NOT_TEXT = {
+    "note", "warning", "tip", "important", "seealso", "versionadded", "versionchanged",
+    "deprecated", "admonition", "attention", "caution", "danger", "error", "hint",
+}  # fmt: skip
 _ROLE = re.compile(r":(?:[\w.+-]+:)*[\w.+-]+:`([^`]+)`")
 _LINK = re.compile(r"`([^`<]+?)\s*<[^`>]+>`__?")
 _REF = re.compile(r"`([^`]+)`__?(?![\w])")
@@ -228,9 +233,8 @@ def parse_rst(src: str) -> list[Block]:
                         i += 1
                 else:
                     cur_lines.append("")
-                    if arg and name not in ("note", "warning", "tip", "important", "seealso"):
-                        if name not in ("versionadded", "versionchanged", "deprecated"):
-                            cur_lines.append(" " * ind + arg)
+                    if arg and name not in _ARG_NOT_TEXT:
+                        cur_lines.append(" " * ind + arg)
                     while i + 1 < n and re.match(r"\s+:[\w-]+:", lines[i + 1]):
                         i += 1
                 i += 1
@@ -429,11 +433,14 @@ def parse_markdown(src: str) -> list[Block]:
             continue
         if stripped.startswith("|") and stripped.count("|") >= 2:
             ln = re.sub(r"\s*\|\s*", "  ", ln).rstrip()
-        if re.match(r"^( {4}|\t)", ln) and (not cur or not cur[-1].strip() or cur[-1][0] == "\x02"):
-            if not re.match(r"^\s*([-*+]|\d+\.)\s", ln) and (not cur or cur[-1][:1] == "\x02"):
-                cur.append("\x02" + ln)
-                i += 1
-                continue
+        if (
+            re.match(r"^( {4}|\t)", ln)
+            and (not cur or not cur[-1].strip() or cur[-1][0] == "\x02")
+            and not re.match(r"^\s*([-*+]|\d+\.)\s", ln)
+        ):  # an indented code block
+            cur.append("\x02" + ln)
+            i += 1
+            continue
         cur.append(ln)
         i += 1
     flush()
@@ -486,7 +493,7 @@ def parse_pod(src: str) -> list[Block]:
     src = src.replace("\r\n", "\n")
     paras = re.split(r"\n\s*\n", src)
     blocks: list[Block] = [Block(0, "")]
-    in_pod = True
+    in_pod = False  # a .pm file starts with code; a .pod file starts with a command
     skip_until: str | None = None
     for p in paras:
         if not p.strip():
@@ -552,3 +559,168 @@ def python_docstrings(src: str, module: str) -> list[Block]:
 
     visit(tree, module)
     return out
+
+
+# --------------------------------------------------------------------------- Vim help
+
+_VIM_TAG = re.compile(r"\*[^*\s|]+\*")
+_VIM_LINK = re.compile(r"\|([^|\s]+)\|")
+
+
+def vim_inline(s: str) -> str:
+    s = _VIM_TAG.sub("", s)
+    s = _VIM_LINK.sub(r"\1", s)
+    s = re.sub(r"`([^`]+)`", r"\1", s)
+    return s
+
+
+def parse_vimhelp(src: str) -> list[Block]:
+    """Vim help files: ``====`` lines start a section, ``----`` lines a subsection; the first
+    text line after them is the heading; ``Heading ~`` lines are headings too; code examples
+    run from a line ending in ``>`` to a line starting with ``<``."""
+    lines = src.replace("\r\n", "\n").split("\n")
+    blocks: list[Block] = [Block(1, "")]
+    cur: list[str] = []
+    want_heading = 0
+    in_code = False
+
+    def flush() -> None:
+        blocks[-1].paragraphs.extend(_paragraphs(cur))
+        cur.clear()
+
+    for n, ln in enumerate(lines):
+        if n == 0 and ln.startswith("*"):
+            m = re.match(r"\*([^*]+)\*", ln)
+            blocks[0].heading = m.group(1) if m else ""
+            continue
+        if re.match(r"^\s*vim:.*:\s*$", ln) or re.match(r"^ vim:", ln):
+            continue
+        if in_code:
+            if ln.startswith("<") or (ln and not ln[0].isspace()):
+                in_code = False
+                if ln.startswith("<"):
+                    ln = ln[1:]
+                    if not ln.strip():
+                        continue
+            else:
+                cur.append("\x02" + ln)
+                continue
+        if re.fullmatch(r"={20,}\s*", ln) or re.fullmatch(r"-{20,}\s*", ln):
+            want_heading = 2 if ln.startswith("=") else 3
+            continue
+        text = vim_inline(ln).strip()
+        if want_heading and text:
+            flush()
+            blocks.append(Block(want_heading, re.sub(r"\s+", " ", text).rstrip("~ ").strip()))
+            want_heading = 0
+            continue
+        if ln.rstrip().endswith(" ~") and text:
+            flush()
+            blocks.append(Block(4, re.sub(r"\s+", " ", text).rstrip("~ ").strip()))
+            continue
+        code_start = ln.rstrip().endswith(">") and (ln.rstrip() == ">" or ln.rstrip()[-2] == " ")
+        if code_start:
+            body = vim_inline(ln.rstrip()[:-1])
+            if body.strip():
+                cur.append(body)
+            in_code = True
+            continue
+        cur.append(vim_inline(ln))
+    flush()
+    return _finish(blocks, lambda t: t)
+
+
+# --------------------------------------------------------------------------- HTML
+
+_BLOCK_TAGS = {
+    "p", "div", "pre", "li", "dt", "dd", "tr", "table", "br", "ul", "ol", "dl",
+    "blockquote", "section", "article", "figure", "caption", "hr",
+}  # fmt: skip
+_SKIP_TAGS = {"script", "style", "head", "nav", "noscript", "button", "svg", "title"}
+_SKIP_CLASSES = {"navheader", "navfooter", "toc", "footer", "header", "breadcrumb", "sidebar"}
+
+
+def parse_html(src: str) -> list[Block]:
+    """HTML pages (DocBook/Sphinx output): ``<h1>``-``<h6>`` start blocks; navigation,
+    tables of contents, scripts and styles are dropped; ``<pre>`` keeps its line breaks."""
+    from html.parser import HTMLParser
+
+    blocks: list[Block] = [Block(0, "")]
+
+    class P(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.stack: list[tuple[str, bool]] = []  # (tag, starts a skipped subtree)
+            self.skip = 0
+            self.heading: list[str] | None = None
+            self.level = 0
+            self.buf: list[str] = []
+            self.pre = 0
+
+        def end_para(self) -> None:
+            txt = "".join(self.buf)
+            self.buf = []
+            if self.pre:
+                txt = txt.strip("\n")
+                if txt.strip():
+                    blocks[-1].paragraphs.append(("C", textwrap.dedent(txt)))  # type: ignore[arg-type]
+            else:
+                txt = re.sub(r"\s+", " ", txt).strip()
+                if txt:
+                    blocks[-1].paragraphs.append(("P", txt))  # type: ignore[arg-type]
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            classes = set((dict(attrs).get("class") or "").split())
+            skipping = tag in _SKIP_TAGS or bool(classes & _SKIP_CLASSES)
+            if tag in ("br", "hr", "img", "meta", "link", "input", "wbr"):
+                if tag == "br" and not self.skip:
+                    self.buf.append("\n" if self.pre else " ")
+                return
+            self.stack.append((tag, skipping))
+            if skipping:
+                self.skip += 1
+            if self.skip:
+                return
+            if re.fullmatch(r"h[1-6]", tag):
+                self.end_para()
+                self.heading = []
+                self.level = int(tag[1])
+            elif tag in _BLOCK_TAGS:
+                self.end_para()
+                if tag == "pre":
+                    self.pre += 1
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("br", "hr", "img", "meta", "link", "input", "wbr"):
+                return
+            while self.stack:
+                t, skipping = self.stack.pop()
+                if skipping:
+                    self.skip -= 1
+                if t == tag:
+                    break
+            if self.skip:
+                return
+            if re.fullmatch(r"h[1-6]", tag) and self.heading is not None:
+                h = re.sub(r"\s+", " ", "".join(self.heading)).strip()
+                h = re.sub(r"^[\dA-Z]+(\.\d+)*\.\s+", "", h).rstrip("¶#").strip()
+                blocks.append(Block(self.level, h))
+                self.heading = None
+            elif tag in _BLOCK_TAGS:
+                self.end_para()
+                if tag == "pre" and self.pre:
+                    self.pre -= 1
+
+        def handle_data(self, data: str) -> None:
+            if self.skip:
+                return
+            if self.heading is not None:
+                self.heading.append(data)
+            else:
+                self.buf.append(data)
+
+    p = P()
+    p.feed(src)
+    p.close()
+    p.end_para()
+    return _finish(blocks, lambda t: t)

@@ -27,10 +27,7 @@ def nwords(text: str) -> int:
 def _split_long(par: str, max_words: int) -> list[str]:
     """Split one over-long paragraph at sentence (or line) boundaries."""
     sep = "\n" if "\n" in par and nwords(par) > max_words else " "
-    if sep == "\n":
-        units = par.split("\n")
-    else:
-        units = re.split(r"(?<=[.!?;:])\s+", par)
+    units = par.split("\n") if sep == "\n" else re.split(r"(?<=[.!?;:])\s+", par)
     out: list[str] = []
     cur: list[str] = []
     count = 0
@@ -73,10 +70,9 @@ def chunk_paragraphs(
     count = 0
     for p in pieces:
         w = nwords(p)
-        if chunks and count + w <= target:
-            chunks[-1].append(p)
-            count += w
-        elif chunks and count < MIN_WORDS and count + w <= max_words:
+        if (chunks and count + w <= target) or (
+            chunks and count < MIN_WORDS and count + w <= max_words
+        ):
             chunks[-1].append(p)
             count += w
         else:

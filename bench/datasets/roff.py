@@ -106,21 +106,211 @@ DEFAULT_STRINGS = {
 
 # Requests and man/mdoc macros that only affect layout: they produce no text.
 LAYOUT = set(
-    """ad na hy nh ne in ti ll ft ps vs ta ce ul cs ss lg fam mso pc tr nr rr rm rn am bp ev
-    mk rt ns rs hw cu fl PD DT UC AT IX tm cc c2 pl po pn wh ch dt it em lt pm ab ex so
-    Dd Dt Os Bk Ek Bf Ef Ed El EQ EN PS PE RS RE Ve ftr hc ie if el nop kern sty ds1 rj
-    mc lf ec eo ""
-    """.split()
+    [
+        "ad",
+        "na",
+        "hy",
+        "nh",
+        "ne",
+        "in",
+        "ti",
+        "ll",
+        "ft",
+        "ps",
+        "vs",
+        "ta",
+        "ce",
+        "ul",
+        "cs",
+        "ss",
+        "lg",
+        "fam",
+        "mso",
+        "pc",
+        "tr",
+        "nr",
+        "rr",
+        "rm",
+        "rn",
+        "am",
+        "bp",
+        "ev",
+        "mk",
+        "rt",
+        "ns",
+        "rs",
+        "hw",
+        "cu",
+        "fl",
+        "PD",
+        "DT",
+        "UC",
+        "AT",
+        "IX",
+        "tm",
+        "cc",
+        "c2",
+        "pl",
+        "po",
+        "pn",
+        "wh",
+        "ch",
+        "dt",
+        "it",
+        "em",
+        "lt",
+        "pm",
+        "ab",
+        "ex",
+        "so",
+        "Dd",
+        "Dt",
+        "Os",
+        "Bk",
+        "Ek",
+        "Bf",
+        "Ef",
+        "Ed",
+        "El",
+        "EQ",
+        "EN",
+        "PS",
+        "PE",
+        "RS",
+        "RE",
+        "Ve",
+        "ftr",
+        "hc",
+        "ie",
+        "if",
+        "el",
+        "nop",
+        "kern",
+        "sty",
+        "ds1",
+        "rj",
+        "mc",
+        "lf",
+        "ec",
+        "eo",
+        '""',
+    ]
 )
 PARA = {"PP", "P", "LP", "sp", "Sp", "HP", "Pp", "Lp", "Bl", "Bd", "YS", "Rs", "Re"}
 ALT = {"BR", "RB", "IR", "RI", "BI", "IB"}
+TCL_TEXT = {"QW", "PQ", "QR", "AP", "UL", "MT", "CS", "CE"}
 JOINED = {"B", "I", "SM", "SB", "R", "Nm_"}
 
 MDOC_MACROS = set(
-    """Ac Ad An Ao Ap Aq Ar At Bc Bf Bo Bq Brc Bro Brq Bsx Bt Bx Cd Cm D1 Db Dc Dl Do Dq Dv
-    Dx Ec Ef Em En Eo Er Es Ev Ex Fa Fc Fd Fl Fn Fo Fr Ft Fx Hf Ic In It Lb Li Lk Me Ms Mt
-    Nd Nm No Ns Nx Oc Oo Op Ot Ox Pa Pc Pf Po Pq Qc Ql Qo Qq Re Rs Rv Sc Sm So Sq St Sx Sy
-    Ta Tn Ux Va Vt Xc Xo Xr %A %B %C %D %I %J %N %O %P %Q %R %T %U %V""".split()
+    [
+        "Ac",
+        "Ad",
+        "An",
+        "Ao",
+        "Ap",
+        "Aq",
+        "Ar",
+        "At",
+        "Bc",
+        "Bf",
+        "Bo",
+        "Bq",
+        "Brc",
+        "Bro",
+        "Brq",
+        "Bsx",
+        "Bt",
+        "Bx",
+        "Cd",
+        "Cm",
+        "D1",
+        "Db",
+        "Dc",
+        "Dl",
+        "Do",
+        "Dq",
+        "Dv",
+        "Dx",
+        "Ec",
+        "Ef",
+        "Em",
+        "En",
+        "Eo",
+        "Er",
+        "Es",
+        "Ev",
+        "Ex",
+        "Fa",
+        "Fc",
+        "Fd",
+        "Fl",
+        "Fn",
+        "Fo",
+        "Fr",
+        "Ft",
+        "Fx",
+        "Hf",
+        "Ic",
+        "In",
+        "It",
+        "Lb",
+        "Li",
+        "Lk",
+        "Me",
+        "Ms",
+        "Mt",
+        "Nd",
+        "Nm",
+        "No",
+        "Ns",
+        "Nx",
+        "Oc",
+        "Oo",
+        "Op",
+        "Ot",
+        "Ox",
+        "Pa",
+        "Pc",
+        "Pf",
+        "Po",
+        "Pq",
+        "Qc",
+        "Ql",
+        "Qo",
+        "Qq",
+        "Re",
+        "Rs",
+        "Rv",
+        "Sc",
+        "Sm",
+        "So",
+        "Sq",
+        "St",
+        "Sx",
+        "Sy",
+        "Ta",
+        "Tn",
+        "Ux",
+        "Va",
+        "Vt",
+        "Xc",
+        "Xo",
+        "Xr",
+        "%A",
+        "%B",
+        "%C",
+        "%D",
+        "%I",
+        "%J",
+        "%N",
+        "%O",
+        "%P",
+        "%Q",
+        "%R",
+        "%T",
+        "%U",
+        "%V",
+    ]
 )
 # mdoc macros whose arguments are printed with surrounding punctuation.
 MDOC_WRAP = {"Dq": ('"', '"'), "Qq": ('"', '"'), "Sq": ("'", "'"), "Pq": ("(", ")")}
@@ -342,7 +532,7 @@ class _Renderer:
             if skip_depth:
                 skip_depth += ln.count("\\{") - ln.count("\\}")
                 continue
-            if ln.startswith((".\\\"", "'\\\"", '.\\"', "\\\"")) or ln in (".", "'"):
+            if ln.startswith(('.\\"', "'\\\"", '.\\"', '\\"')) or ln in (".", "'"):
                 continue
             if ln.startswith(("'", ".")):
                 i = self.request(ln[1:], joined, i)
@@ -438,7 +628,7 @@ class _Renderer:
             return i
         if name in PARA:
             self.para()
-            if name == "Bd" and "-literal" in rest or name == "Bd" and "-unfilled" in rest:
+            if (name == "Bd" and "-literal" in rest) or (name == "Bd" and "-unfilled" in rest):
                 self.nofill = True
             return i
         if name in ("Ed",):
@@ -518,6 +708,15 @@ class _Renderer:
             return i
         if name in MDOC_MACROS:
             self.emit(self.mdoc_line(body))
+            return i
+        if name in TCL_TEXT:  # Tcl/Tk man page macros whose arguments are running text
+            args = self.split_args(rest)
+            if name == "QW" and args:
+                args = [f'"{args[0]}"', *args[1:]]
+            elif name == "PQ" and args:
+                args = [f'("{args[0]}"', *args[1:], ")"]
+            if args:
+                self.emit(self.text(" ".join(args)))
             return i
         # LAYOUT requests, user-defined macros (.IX, .Vb args...) and unknown requests.
         return i
@@ -636,7 +835,7 @@ class _Renderer:
 def parse_manpage(src: str) -> ManPage | None:
     """Parse a man page; ``None`` for alias pages (``.so``) and pages without text."""
     head = src.lstrip()[:4000]
-    if re.match(r"^\.so\s", head) or re.search(r"^\.so\s", src, re.M) and len(src) < 400:
+    if re.match(r"^\.so\s", head) or (re.search(r"^\.so\s", src, re.M) and len(src) < 400):
         return None
     r = _Renderer()
     r.run(src)

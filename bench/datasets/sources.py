@@ -39,11 +39,16 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class Deb:
-    """A pinned Debian package (bookworm) and the globs of the files we read from it."""
+    """A pinned Debian package (bookworm) and the globs of the files we read from it.
+
+    Globs are matched against the path inside the package (``usr/share/man/...``);
+    ``exclude`` globs are removed afterwards.
+    """
 
     name: str
     version: str
     globs: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -94,7 +99,7 @@ def _apt_download(specs: list[str]) -> subprocess.CompletedProcess:
 
 def fetch_debs(pkgs: Iterable[Deb]) -> dict[str, Path]:
     """Download every pinned package that is not cached yet; return label -> .deb path."""
-    pkgs = list(dict.fromkeys(pkgs))
+    pkgs = list({p.label: p for p in pkgs}.values())
     missing = [p for p in pkgs if _deb_file(p) is None]
     if missing:
         log.info("apt-get download %s", " ".join(p.label for p in missing))
@@ -158,18 +163,16 @@ def read_deb(pkg: Deb, deb_path: Path) -> list[tuple[str, bytes]]:
     Symbolic links are skipped (for man pages they are aliases of another page).
     Gzip-compressed files are returned decompressed; the path keeps its ``.gz``.
     """
-    for name, payload in _ar_members(deb_path.read_bytes()):
-        if name.startswith("data.tar"):
-            break
-    else:
+    data = [(n, b) for n, b in _ar_members(deb_path.read_bytes()) if n.startswith("data.tar")]
+    if not data:
         raise ValueError(f"{deb_path} has no data.tar member")
     out = []
-    with _open_tar(name, payload) as tar:
+    with _open_tar(*data[0]) as tar:
         for m in tar.getmembers():
             if not m.isfile():
                 continue
             path = m.name.removeprefix("./")
-            if not _match(path, pkg.globs):
+            if not _match(path, pkg.globs) or _match(path, pkg.exclude):
                 continue
             raw = tar.extractfile(m).read()
             if path.endswith(".gz"):
@@ -228,7 +231,7 @@ def _pip_download(pkg: Sdist) -> None:
 
 def fetch_sdists(pkgs: Iterable[Sdist], workers: int = 4) -> dict[str, Path]:
     """Download every pinned sdist that is not cached yet; return label -> archive path."""
-    pkgs = list(dict.fromkeys(pkgs))
+    pkgs = list({p.label: p for p in pkgs}.values())  # one download per name==version
     missing = [p for p in pkgs if _sdist_file(p) is None]
     if missing:
         log.info("pip download %s", " ".join(p.label for p in missing))

@@ -1,4 +1,4 @@
-"""The ``retrievalagent`` command: demo, ingest, ask, chat, graph, sources, delete.
+"""The ``retrievalagent`` command: demo, ingest, ask, chat, graph, sources, delete, tune.
 
 Errors print one line (``--debug`` shows the traceback). Options not given fall back to
 the ``RAG_*`` environment variables, exactly as ``init_agent`` does.
@@ -32,7 +32,12 @@ console = Console()
 err = Console(stderr=True)
 _state: dict[str, Any] = {"debug": False}
 
-CollectionOpt = Annotated[str, typer.Option("--collection", "-c", help="Collection (corpus) name.")]
+CollectionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--collection", "-c", help="Collection (corpus) name (default: RAG_COLLECTION, else docs)."
+    ),
+]
 ModelOpt = Annotated[
     str | None,
     typer.Option(
@@ -68,21 +73,53 @@ def _errors() -> Iterator[None]:
     except Exception as exc:
         if _state["debug"]:
             raise
-        err.print(f"[bold red]error:[/] {escape(str(exc) or type(exc).__name__)}")
+        message = " ".join((str(exc) or type(exc).__name__).split())  # one line, always
+        err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+        err.print("[dim](run with --debug for the traceback)[/]", soft_wrap=True)
         raise typer.Exit(1) from None
 
 
+@contextmanager
+def _working(message: str) -> Iterator[None]:
+    """A spinner on stderr while something slow runs (only on a terminal)."""
+    if not err.is_terminal:
+        yield
+        return
+    with err.status(f"[dim]{escape(message)}[/]", spinner="dots"):
+        yield
+
+
+def _collection(collection: str | None) -> str:
+    if collection:
+        return collection
+    from retrievalagent import Settings
+
+    return Settings.load().default_collection
+
+
 def _agent(
-    collection: str,
+    collection: str | None,
     model: str | None,
     backend_url: str | None,
     data_dir: Path | None,
+    *,
+    must_exist: bool = False,
     **settings: Any,
 ) -> Any:
-    from retrievalagent import init_agent
+    from retrievalagent import Settings, init_agent
+    from retrievalagent.agent import _check_collection
 
+    name = _check_collection(_collection(collection))
+    if must_exist:  # reading commands must not create an empty embedded index as a side effect
+        resolved = Settings.load(backend_url=backend_url, data_dir=data_dir)
+        index = Path(resolved.data_dir) / name / "index" / "edge_config.json"
+        if resolved.backend_url is None and not index.exists():
+            raise ValueError(
+                f"collection {name!r} does not exist in {resolved.data_dir}; run "
+                f"'retrievalagent ingest PATH --collection {name}' first"
+            )
     return init_agent(
-        collection,
+        name,
         model=model,
         backend_url=backend_url,
         data_dir=data_dir,
@@ -156,14 +193,16 @@ def demo(
                 question = [q["question"] for q in picks]
             for text in question:
                 console.rule(f"[bold]{escape(text)}")
-                _print_answer(rag.invoke(text), root, trace)
+                with _working("Searching and answering..."):
+                    result = rag.invoke(text)
+                _print_answer(result, root, trace)
                 console.print()
 
 
 @app.command()
 def ingest(
     paths: Annotated[list[str], typer.Argument(help="Files or folders (Markdown, text, HTML).")],
-    collection: CollectionOpt = "docs",
+    collection: CollectionOpt = None,
     backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
     meta: Annotated[
@@ -179,16 +218,21 @@ def ingest(
                 raise typer.BadParameter(f"--meta expects key=value, got {item!r}")
             metadata[key] = value
         with _agent(collection, None, backend_url, data_dir) as rag:
+            err.print(
+                f"[dim]Indexing {escape(', '.join(paths))} into collection "
+                f"{escape(repr(rag.collection))}...[/]",
+                soft_wrap=True,
+            )
             report = rag.add_documents(paths, metadata=metadata or None)
             console.print(
-                f"{escape(str(report))}; collection {collection!r} holds {rag.count()} chunks"
+                f"{escape(str(report))}; collection {rag.collection!r} holds {rag.count()} chunks"
             )
 
 
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    collection: CollectionOpt = "docs",
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
@@ -202,14 +246,17 @@ def ask(
 ) -> None:
     """Answer one question with citations."""
     with _errors():
-        with _agent(collection, model, backend_url, data_dir, top_k=top_k, memory=memory) as rag:
+        with _agent(
+            collection, model, backend_url, data_dir, must_exist=True, top_k=top_k, memory=memory
+        ) as rag:
             if rag.count() == 0:
                 raise ValueError(
-                    f"collection {collection!r} is empty; run "
-                    f"'retrievalagent ingest PATH --collection {collection}' first"
+                    f"collection {rag.collection!r} is empty; run "
+                    f"'retrievalagent ingest PATH --collection {rag.collection}' first"
                 )
             config = {"configurable": {"user_id": user}} if user else None
-            result = rag.invoke(question, config=config)
+            with _working("Searching and answering..."):
+                result = rag.invoke(question, config=config)
             if as_json:
                 out = {
                     k: v
@@ -233,7 +280,7 @@ def ask(
 
 @app.command()
 def chat(
-    collection: CollectionOpt = "docs",
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
@@ -242,7 +289,7 @@ def chat(
     """Talk with your documents (multi-turn; empty line or Ctrl-D to quit)."""
     from langchain_core.messages import AIMessage, HumanMessage
 
-    with _errors(), _agent(collection, model, backend_url, data_dir) as rag:
+    with _errors(), _agent(collection, model, backend_url, data_dir, must_exist=True) as rag:
         history: list[Any] = []
         console.print("[dim]Ask a question (empty line to quit).[/]")
         while True:
@@ -252,27 +299,29 @@ def chat(
                 break
             if not question:
                 break
-            result = rag.invoke({"messages": [*history, HumanMessage(question)]})
+            with _working("Searching and answering..."):
+                result = rag.invoke({"messages": [*history, HumanMessage(question)]})
             _print_answer(result, trace=trace)
             history += [HumanMessage(question), AIMessage(result.answer)]
 
 
 @app.command()
 def graph(
-    collection: CollectionOpt = "docs",
+    collection: CollectionOpt = None,
     backend_url: Annotated[str, typer.Option("--backend-url")] = ":memory:",
 ) -> None:
     """Print the agent's graph as a Mermaid diagram."""
     with _errors(), _agent(collection, None, backend_url, None) as rag:
-        console.print(rag.graph.get_graph().draw_mermaid(), markup=False, highlight=False)
+        # raw text (tabs kept), so it can be piped into a .mmd file or a Markdown page
+        typer.echo(rag.graph.get_graph().draw_mermaid().rstrip("\n"))
 
 
 @app.command()
 def sources(
-    collection: CollectionOpt = "docs", backend_url: UrlOpt = None, data_dir: DataDirOpt = None
+    collection: CollectionOpt = None, backend_url: UrlOpt = None, data_dir: DataDirOpt = None
 ) -> None:
     """List the indexed sources and their chunk counts."""
-    with _errors(), _agent(collection, None, backend_url, data_dir) as rag:
+    with _errors(), _agent(collection, None, backend_url, data_dir, must_exist=True) as rag:
         for source, count in sorted(rag.sources().items()):
             console.print(f"{count:6d}  {escape(_display_path(source))}")
 
@@ -280,13 +329,18 @@ def sources(
 @app.command()
 def delete(
     source: Annotated[str, typer.Argument(help="A file or folder path, or a source id.")],
-    collection: CollectionOpt = "docs",
+    collection: CollectionOpt = None,
     backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Remove a source's chunks from a collection."""
-    with _errors(), _agent(collection, None, backend_url, data_dir) as rag:
+    with _errors(), _agent(collection, None, backend_url, data_dir, must_exist=True) as rag:
         console.print(f"deleted {rag.delete_documents(source)} chunk(s)")
+
+
+from retrievalagent.cli._tune import tune as _tune  # noqa: E402 (memory threshold tuning)
+
+app.command("tune")(_tune)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -23,11 +23,18 @@ from langgraph.config import get_stream_writer
 from langgraph.types import Overwrite
 
 from retrievalagent.config import Settings
-from retrievalagent.graph._history import fifo_removals, history_for_model
+from retrievalagent.graph._history import (
+    fifo_removals,
+    history_for_model,
+    is_repeat,
+    remember_failed_rewrite,
+    tried_queries,
+)
 from retrievalagent.graph._state import AgentState
 from retrievalagent.memory._background import BackgroundWrites
 from retrievalagent.memory._base import MemoryBackend, MemoryHit, MemoryRecord, user_id_from_config
 from retrievalagent.models._base import Answerer, AnswerRequest, Grader, Rewriter
+from retrievalagent.persistence._titles import ThreadTitler, question_title
 from retrievalagent.retrieval._searcher import HybridSearcher, to_source
 from retrievalagent.retrieval._types import Hit
 from retrievalagent.types import Grade
@@ -98,6 +105,7 @@ class Components:
     writes: BackgroundWrites = field(default_factory=BackgroundWrites)
     trace_log: TraceLog | None = None
     collection: str = ""
+    titler: ThreadTitler | None = None  # names a new thread (LLM or the question)
 
 
 class Nodes:
@@ -120,7 +128,7 @@ class Nodes:
             if not question:
                 raise ValueError("the input needs a non-empty 'question' or a final human message")
             update["messages"] = [HumanMessage(question)]
-        title = state.get("title") or " ".join(question.split())[:TITLE_CHARS]
+        title = state.get("title") or self._title(question, config)
         user_id = user_id_from_config(config)
         update.update(
             {
@@ -146,6 +154,13 @@ class Nodes:
         if "rewrite_history" not in state:
             update["rewrite_history"] = []
         return update
+
+    def _title(self, question: str, config: RunnableConfig) -> str:
+        """A new thread's title: one short model call when the turn belongs to a thread."""
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        if self.c.titler is None or not thread_id:
+            return question_title(question)
+        return self.c.titler.title(question, config)
 
     # -- read_memory -----------------------------------------------------------------
     def _after_read(self, hits: list[MemoryHit], scanned: int, start: float) -> dict[str, Any]:
@@ -248,6 +263,9 @@ class Nodes:
         return self._after_dense(hits, embed_ms, t1, state.get("attempts", 0))
 
     # -- lexical_search ------------------------------------------------------------------
+    async def alexical_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return await asyncio.to_thread(self.lexical_search, state, config)
+
     def lexical_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start = time.perf_counter()
         searcher = self.c.searcher
@@ -266,6 +284,9 @@ class Nodes:
         return {"lexical_hits": [{"id": h.id, "score": h.score} for h in hits], "trace": [event]}
 
     # -- fuse ----------------------------------------------------------------------------
+    async def afuse(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return await asyncio.to_thread(self.fuse, state, config)
+
     def fuse(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start = time.perf_counter()
         searcher = self.c.searcher
@@ -368,10 +389,10 @@ class Nodes:
             "trace": [event],
             "memory_fact": grade.memory_fact.strip() if store else "",
         }
-        if not grade.sufficient and state.get("attempts", 0) > 0:
-            history = list(state.get("rewrite_history") or [])
-            if state["query"] not in history:
-                update["rewrite_history"] = [*history, state["query"]][-50:]
+        if not grade.sufficient and state.get("attempts", 0) > 0:  # a rewrite that failed
+            history = remember_failed_rewrite(state.get("rewrite_history"), state["query"])
+            if history is not None:
+                update["rewrite_history"] = history
         return update
 
     def final_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -405,11 +426,8 @@ class Nodes:
 
     # -- rewrite ---------------------------------------------------------------------------
     def _tried(self, state: AgentState) -> list[str]:
-        return list(
-            dict.fromkeys(
-                [*(state.get("tried_queries") or []), *(state.get("rewrite_history") or [])]
-            )
-        )
+        """This turn's queries, then every rewrite that already failed in this thread."""
+        return tried_queries(state.get("tried_queries"), state.get("rewrite_history"))
 
     def _after_rewrite(
         self, state: AgentState, query: str | None, start: float, error: BaseException | None = None
@@ -422,8 +440,11 @@ class Nodes:
         }
         if error is not None:
             event.update(_error_event("rewrite", error))
+        if query and is_repeat(query, self._tried(state)):  # never run a tried query again
+            event.update({"query": None, "repeated": query})
+            query = None
         if not query:
-            event["skipped"] = "no_new_query"
+            event["skipped"] = "repeated_query" if "repeated" in event else "no_new_query"
             return {"trace": [event], "query": state["query"]}
         return {
             "query": query,
@@ -500,6 +521,9 @@ class Nodes:
                 "memory_confidence": grade.get("memory_confidence", 0.0),
                 "threshold": self.s.memory_storage_threshold,
             }, None
+        recalled = {m.get("text", "").strip().lower() for m in state.get("memories") or []}
+        if fact.strip().lower() in recalled:  # recalled this very turn: nothing new to store
+            return {"node": "write_memory", "skipped": "already_known", "fact": fact}, None
         record = MemoryRecord(
             fact=fact,
             question=state["question"],
@@ -514,6 +538,28 @@ class Nodes:
             "fact": fact,
         }, record
 
+    def _write_failed(
+        self, state: AgentState, record: MemoryRecord
+    ) -> Callable[[BaseException], None]:
+        """Where a background write's failure goes: the log (by BackgroundWrites), the drain
+        report, and the trace log as a late ``write_memory`` event of the same turn."""
+
+        def hook(exc: BaseException) -> None:
+            if self.c.trace_log is None:
+                return
+            event = _error_event("write_memory", exc, fact=record.fact, late=True)
+            self.c.trace_log.write(
+                {
+                    "ts": time.time(),
+                    "collection": self.c.collection,
+                    "user_id": record.user_id,
+                    "question": record.question,
+                    "trace": [event],
+                }
+            )
+
+        return hook
+
     def write_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start = time.perf_counter()
         event, record = self._write_plan(state)
@@ -521,8 +567,11 @@ class Nodes:
             memory = self.c.memory
             assert memory is not None
             event["waited_ms"] = self.c.writes.submit_thread(
-                lambda: memory.add(record), f"{memory.name}: {record.fact[:60]}"
+                lambda: memory.add(record),
+                f"{memory.name}: {record.fact[:60]}",
+                self._write_failed(state, record),
             )
+            event["mode"] = "thread"
         event["ms"] = _ms(start)
         return self._finish(state, event, config)
 
@@ -532,12 +581,16 @@ class Nodes:
         if record is not None:
             memory = self.c.memory
             assert memory is not None
-            label = f"{memory.name}: {record.fact[:60]}"
+            label, hook = f"{memory.name}: {record.fact[:60]}", self._write_failed(state, record)
             if memory.async_native:
                 event["waited_ms"] = await self.c.writes.submit_task(
-                    lambda: memory.aadd(record), label
+                    lambda: memory.aadd(record), label, hook
                 )
+                event["mode"] = "task"
             else:  # a thread outlives the event loop; the write survives asyncio.run() ending
-                event["waited_ms"] = self.c.writes.submit_thread(lambda: memory.add(record), label)
+                event["waited_ms"] = self.c.writes.submit_thread(
+                    lambda: memory.add(record), label, hook
+                )
+                event["mode"] = "thread"
         event["ms"] = _ms(start)
         return self._finish(state, event, config)

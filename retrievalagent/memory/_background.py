@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures as cf
+import contextlib
 import logging
 import queue
 import threading
@@ -30,6 +31,7 @@ __all__ = ["BackgroundWrites"]
 logger = logging.getLogger("retrievalagent.memory")
 
 _live: weakref.WeakSet[BackgroundWrites] = weakref.WeakSet()
+FailureHook = Callable[[BaseException], None]
 
 
 @atexit.register
@@ -75,7 +77,7 @@ class BackgroundWrites:
         with self._lock:
             return list(self._errors)
 
-    def _track(self, description: str) -> cf.Future[None]:
+    def _track(self, description: str, on_failure: FailureHook | None = None) -> cf.Future[None]:
         future: cf.Future[None] = cf.Future()
         future.set_running_or_notify_cancel()
         with self._lock:
@@ -84,6 +86,11 @@ class BackgroundWrites:
 
         def done(f: cf.Future[None]) -> None:
             error = f.exception()
+            if error is not None and on_failure is not None:
+                try:
+                    on_failure(error)
+                except Exception:  # a failing hook must not hide the write's own failure
+                    logger.exception("memory write failure hook raised")
             with self._lock:
                 self._pending.discard(f)
                 if error is None:
@@ -108,19 +115,43 @@ class BackgroundWrites:
         return (time.perf_counter() - started) * 1e3
 
     # -- scheduling ----------------------------------------------------------------------
-    def submit_thread(self, fn: Callable[[], Any], description: str = "") -> float:
-        """Run ``fn`` on the worker pool; returns ms spent waiting for a slot."""
+    def submit_thread(
+        self, fn: Callable[[], Any], description: str = "", on_failure: FailureHook | None = None
+    ) -> float:
+        """Run ``fn`` on the worker pool; returns ms spent waiting for a slot.
+
+        A write still running after ``timeout`` seconds is counted as failed (TimeoutError)
+        and its slot freed; the thread cannot be killed, so the backend may still finish it.
+        """
         waited = self._acquire_slot()
-        future = self._track(description)
+        future = self._track(description, on_failure)
         self._ensure_workers()
+        timeout = self.timeout
+
+        def settle(error: BaseException | None) -> None:
+            with contextlib.suppress(cf.InvalidStateError):  # the watchdog was first
+                if error is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(error)
+
+        watchdog = threading.Timer(
+            timeout,
+            settle,
+            [TimeoutError(f"memory write took longer than {timeout:g}s ({description})")],
+        )
+        watchdog.daemon = True
 
         def run() -> None:
+            watchdog.start()
             try:
                 fn()
             except BaseException as exc:
-                future.set_exception(exc)
+                settle(exc)
             else:
-                future.set_result(None)
+                settle(None)
+            finally:
+                watchdog.cancel()
 
         self._queue.put(run)
         return waited
@@ -143,7 +174,10 @@ class BackgroundWrites:
             job()
 
     async def submit_task(
-        self, factory: Callable[[], Awaitable[Any]], description: str = ""
+        self,
+        factory: Callable[[], Awaitable[Any]],
+        description: str = "",
+        on_failure: FailureHook | None = None,
     ) -> float:
         """Run the coroutine from ``factory`` as a task on the running loop."""
         waited = 0.0
@@ -151,7 +185,7 @@ class BackgroundWrites:
             started = time.perf_counter()
             await asyncio.to_thread(self._slots.acquire)
             waited = (time.perf_counter() - started) * 1e3
-        future = self._track(description)
+        future = self._track(description, on_failure)
 
         async def run() -> None:
             try:

@@ -7,11 +7,20 @@ in [0, 1], higher is closer, whatever the backend measures natively.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["DEFAULT_USER", "MemoryBackend", "MemoryHit", "MemoryRecord", "user_id_from_config"]
+__all__ = [
+    "DEFAULT_USER",
+    "MemoryBackend",
+    "MemoryHit",
+    "MemoryRecord",
+    "fact_text",
+    "recall_text",
+    "user_id_from_config",
+]
 
 DEFAULT_USER = "default"
 
@@ -35,6 +44,25 @@ class MemoryRecord:
     answer: str
     user_id: str
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+_ASKED = re.compile(r"\s*\(asked: [^()]*\)\s*$", re.DOTALL)
+
+
+def recall_text(record: MemoryRecord) -> str:
+    """What a memory is found by: the fact and the question that taught it.
+
+    A bare mapping ('"x" is called "y" in these documents') is far from any question in
+    embedding space (cosine ~0.3-0.55 with the packaged model), so it would never clear the
+    0.7 relevance bar; with the question beside it, a similar question finds it (~0.8).
+    """
+    question = " ".join(record.question.split())[:300].replace("(", "[").replace(")", "]")
+    return f"{record.fact} (asked: {question})" if question else record.fact
+
+
+def fact_text(text: str) -> str:
+    """The fact alone, as injected into search and the prompt (``recall_text`` undone)."""
+    return _ASKED.sub("", text).strip()
 
 
 @runtime_checkable

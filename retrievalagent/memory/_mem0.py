@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from retrievalagent._aio import run_sync
-from retrievalagent.memory._base import MemoryHit, MemoryRecord
+from retrievalagent.memory._base import MemoryHit, MemoryRecord, fact_text, recall_text
 
 __all__ = ["Mem0Backend"]
 
@@ -90,7 +90,7 @@ class Mem0Backend:
             score = float(item.get("score") or 0.0)
             if self.score_kind == "distance":
                 score = 1.0 / (1.0 + max(0.0, score))
-            text = item.get("memory") or item.get("text") or ""
+            text = fact_text(str(item.get("memory") or item.get("text") or ""))
             hits.append(
                 MemoryHit(
                     str(item.get("id", "")), str(text), score, dict(item.get("metadata") or {})
@@ -121,10 +121,13 @@ class Mem0Backend:
         if self.infer:
             messages = [
                 {"role": "user", "content": record.question},
-                {"role": "assistant", "content": f"Search hint for these documents: {record.fact}"},
+                {
+                    "role": "assistant",
+                    "content": f"Search hint for these documents: {recall_text(record)}",
+                },
             ]
         else:
-            messages = [{"role": "user", "content": record.fact}]
+            messages = [{"role": "user", "content": recall_text(record)}]
         metadata = {"kind": "search_hint", "question": record.question[:500], **record.metadata}
         kwargs: dict[str, Any] = {"user_id": record.user_id, "metadata": metadata}
         if self._accepts_infer:

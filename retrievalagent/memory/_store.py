@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, SearchItem
 
-from retrievalagent.memory._base import MemoryHit, MemoryRecord
+from retrievalagent.memory._base import MemoryHit, MemoryRecord, recall_text
 
 __all__ = ["NAMESPACE", "StoreBackend"]
 
@@ -75,7 +75,11 @@ class StoreBackend:
                 it.key,
                 str(it.value.get("text", "")),
                 float(it.score or 0.0),
-                {k: v for k, v in it.value.items() if k not in ("text", "embedding")},
+                {
+                    k: v
+                    for k, v in it.value.items()
+                    if k not in ("text", "embedding", "recall", "question_embedding")
+                },
             )
             for it in items
         ]
@@ -119,29 +123,44 @@ class StoreBackend:
             vector = self._vector(it)
             if vector is None:
                 continue
+            score = _cosine(query_vector, vector)
+            asked = it.value.get("question_embedding")
+            if asked and it.value.get("embedding_model") == self.embedding_name:
+                score = max(score, _cosine(query_vector, asked))  # as the store's max pooling
             hits.append(
                 MemoryHit(
                     it.key,
                     str(it.value.get("text", "")),
-                    _cosine(query_vector, vector),
-                    {k: v for k, v in it.value.items() if k not in ("text", "embedding")},
+                    score,
+                    {
+                        k: v
+                        for k, v in it.value.items()
+                        if k not in ("text", "embedding", "recall", "question_embedding")
+                    },
                 )
             )
         hits.sort(key=lambda h: -h.score)
         return hits[:limit], len(items)
 
-    def _value(self, record: MemoryRecord, vector: list[float] | None) -> dict[str, Any]:
+    def _texts(self, record: MemoryRecord) -> list[str]:
+        """What a memory is found by: the fact with its question, and the question alone."""
+        return [recall_text(record), record.question] if record.question else [record.fact]
+
+    def _value(self, record: MemoryRecord, vector: list[list[float]] | None) -> dict[str, Any]:
         value: dict[str, Any] = {
             "text": record.fact,
             "question": record.question,
             "answer": record.answer,
             "created_at": datetime.now(timezone.utc).isoformat(),
             "kind": "search_hint",
+            "recall": recall_text(record),  # what search compares with the next question
             **record.metadata,
         }
         if vector is not None:
-            value["embedding"] = vector
+            value["embedding"] = vector[0]
             value["embedding_model"] = self.embedding_name
+            if len(vector) > 1:
+                value["question_embedding"] = vector[1]
         return value
 
     # -- sync ------------------------------------------------------------------------
@@ -156,17 +175,20 @@ class StoreBackend:
         if missing:
             self._remember(
                 missing,
-                self.embeddings.embed_documents([str(it.value.get("text", "")) for it in missing]),
+                self.embeddings.embed_documents([self._search_text(it) for it in missing]),
             )
         return self._score(self.embeddings.embed_query(query), items, limit)
 
     def add(self, record: MemoryRecord) -> None:
-        vector = None if self.indexed else self.embeddings.embed_query(record.fact)
+        # embed_query: the question's vector is usually still in the agent's query cache
+        vector = (
+            None if self.indexed else [self.embeddings.embed_query(t) for t in self._texts(record)]
+        )
         self.store.put(
             self.namespace(record.user_id),
             uuid.uuid4().hex,
             self._value(record, vector),
-            index=["text"] if self.indexed else False,
+            index=["recall", "question"] if self.indexed else False,
         )
 
     # -- async -----------------------------------------------------------------------
@@ -181,20 +203,23 @@ class StoreBackend:
         if missing:
             self._remember(
                 missing,
-                await self.embeddings.aembed_documents(
-                    [str(it.value.get("text", "")) for it in missing]
-                ),
+                await self.embeddings.aembed_documents([self._search_text(it) for it in missing]),
             )
         return self._score(await self.embeddings.aembed_query(query), items, limit)
 
     async def aadd(self, record: MemoryRecord) -> None:
-        vector = None if self.indexed else await self.embeddings.aembed_query(record.fact)
+        texts = self._texts(record)
+        vector = None if self.indexed else [await self.embeddings.aembed_query(t) for t in texts]
         await self.store.aput(
             self.namespace(record.user_id),
             uuid.uuid4().hex,
             self._value(record, vector),
-            index=["text"] if self.indexed else False,
+            index=["recall", "question"] if self.indexed else False,
         )
+
+    @staticmethod
+    def _search_text(it: SearchItem) -> str:
+        return str(it.value.get("recall") or it.value.get("text", ""))
 
     def _fetch_limit(self) -> int:
         # InMemoryStore lists oldest first, so read all of the user's items and keep the

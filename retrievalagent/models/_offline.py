@@ -11,6 +11,7 @@ the passage word that means the same, so the next search finds it lexically too.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
+from retrievalagent.models._alias import AliasFinder
 from retrievalagent.models._base import Answer, AnswerRequest
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
@@ -91,13 +93,11 @@ class ExtractiveAnswerer:
         self._cache_size = cache_size
 
     def _units(self, src: dict[str, Any]) -> list[str]:
-        units = _sentences(str(src.get("text", "")))
+        return _sentences(str(src.get("text", "")))
+
+    def _section_terms(self, src: dict[str, Any]) -> set[int]:
         headings = src.get("headings") or []
-        # The deepest heading of a nested section often states the answer ("LF-409  Vault is
-        # locked by another process"); a document's top-level title never does.
-        if len(headings) >= 2 and len(" ".join(headings[-1].split())) >= 8:
-            units.insert(0, " ".join(headings[-1].split()))
-        return units
+        return set(self.encoder.query_terms(headings[-1])) if len(headings) >= 2 else set()
 
     def _vectors(self, key: str, units: list[str]) -> list[list[float]] | None:
         if self.embeddings is None or not units:
@@ -128,33 +128,48 @@ class ExtractiveAnswerer:
         if self.embeddings is not None:
             question_vector = self.embeddings.embed_query(request.question)
         scored: list[_Scored] = []
-        for p, src in enumerate(request.sources[:4]):
+        passages = request.sources[:4]
+        section_terms = [self._section_terms(src) for src in passages]
+        passage_terms = [
+            set(self.encoder.query_terms(str(src.get("text", "")))) | section
+            for src, section in zip(passages, section_terms, strict=True)
+        ]
+        # Rarity among the retrieved passages stands in for IDF: "409" (in one passage)
+        # says more than "error" (in all of them).
+        weight = {
+            t: math.log(1 + len(passages) / (1 + sum(t in terms for terms in passage_terms)))
+            for t in wanted
+        }
+        total = sum(weight.values()) or 1.0
+        for p, src in enumerate(passages):
             units = self._units(src)
             vectors = self._vectors(str(src.get("id", p)) + str(len(units)), units)
             prior = 1.0 / (1 + p)
             for order, sentence in enumerate(units):
-                terms = set(self.encoder.query_terms(sentence))
-                lexical = len(wanted & terms) / max(1, len(wanted))
+                # A sentence also speaks for the section heading above it ("LF-409 Vault is
+                # locked ..."), which the answer then quotes before it.
+                terms = set(self.encoder.query_terms(sentence)) | section_terms[p]
+                lexical = sum(weight[t] for t in wanted & terms) / total
                 semantic = 0.0
                 if vectors is not None and question_vector is not None:
                     semantic = max(
                         0.0,
                         sum(a * b for a, b in zip(vectors[order], question_vector, strict=True)),
                     )
-                score = 0.45 * lexical + 0.45 * semantic + 0.15 * prior
+                score = 0.4 * lexical + 0.35 * semantic + 0.25 * prior
                 scored.append(_Scored(score, p, order, sentence))
         if not scored:
             return Answer("The passages found hold no readable text.", GENERATED_BY, llm=False)
         ranked = sorted(scored, key=lambda s: -s.score)
         best = ranked[0]
-        chosen, total = [best], len(best.text)
+        chosen, length = [best], len(best.text)
         for candidate in ranked[1:]:
             if len(chosen) >= 3 or candidate.score < 0.75 * best.score:
                 break
-            if total + len(candidate.text) > _MAX_ANSWER_CHARS:
+            if length + len(candidate.text) > _MAX_ANSWER_CHARS:
                 continue
             chosen.append(candidate)
-            total += len(candidate.text)
+            length += len(candidate.text)
         chosen.sort(key=lambda s: (s.passage, s.order))
         parts, introduced = [], set()
         for s in chosen:
@@ -192,6 +207,7 @@ class EvidenceGrader:
         self.index = index
         self.embeddings = embeddings
         self.min_confidence = min_confidence
+        self.aliases = AliasFinder(encoder, index, embeddings)
 
     def _confidence(self, request: AnswerRequest) -> float:
         if not request.sources:
@@ -205,41 +221,12 @@ class EvidenceGrader:
 
     def _alias(self, request: AnswerRequest, confidence: float) -> tuple[str, float]:
         """An alias fact for a question word absent from the corpus, and its confidence."""
-        words = [w for w in dict.fromkeys(self.encoder.words(request.question)) if len(w) > 2]
-        ids = {w: self.encoder.term_ids(w) for w in words}
-        absent_ids = self.index.absent_terms(sorted({i for v in ids.values() for i in v}))
-        missing = [w for w in words if ids[w] and set(ids[w]) <= absent_ids]
-        if not missing or not request.sources:
-            return "", 0.0
-        question_terms = {i for v in ids.values() for i in v}
-        top = request.sources[0]
-        text = " ".join(top.get("headings") or []) + " " + str(top.get("text", ""))
-        candidates = [
-            w
-            for w in dict.fromkeys(self.encoder.words(text))
-            if len(w) > 2 and not set(self.encoder.term_ids(w)) & question_terms and not w.isdigit()
-        ][:80]
-        if not candidates:
-            return "", 0.0
-        alias = missing[0]
-        vectors = self.embeddings.embed_documents([alias, *candidates])
-        target = vectors[0]
-        sims = sorted(
-            (
-                (sum(a * b for a, b in zip(target, vec, strict=True)), word)
-                for vec, word in zip(vectors[1:], candidates, strict=True)
-            ),
-            reverse=True,
+        proposal = self.aliases.propose(
+            request.question, request.sources, request.answer, confidence
         )
-        best_sim, canonical = sims[0]
-        runner_up = sims[1][0] if len(sims) > 1 else 0.0
-        # A clear winner among the passage's words, in a passage that answered the question.
-        margin = max(0.0, best_sim - runner_up)
-        strength = min(1.0, max(0.0, (best_sim - 0.3) / 0.3)) * 0.7 + min(1.0, margin / 0.1) * 0.3
-        memory_confidence = round(min(1.0, 0.5 * confidence + 0.5 * strength + 0.1), 3)
-        if best_sim < 0.35:
+        if proposal is None:
             return "", 0.0
-        return alias_fact(alias, canonical), memory_confidence
+        return alias_fact(proposal.alias, proposal.canonical), proposal.confidence
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
         confidence = self._confidence(request)

@@ -2,7 +2,10 @@
 
 LangGraph's ``from_conn_string`` helpers return context managers, and it is natural to pass
 one straight to ``init_agent(checkpointer=SqliteSaver.from_conn_string("memory.db"))``. Such
-a context manager is entered here and exited when the agent closes.
+a context manager is entered here and exited when the agent closes. A
+:class:`~retrievalagent.persistence._compat.LazyConnection` (what the patched helpers return)
+is unwrapped to its real saver/store; its connection closes when the last agent using it
+closes.
 """
 
 from __future__ import annotations
@@ -18,12 +21,23 @@ from retrievalagent.errors import ConfigError
 __all__ = ["resolve_checkpointer", "resolve_store"]
 
 
+def _checked(obj: Any, kind: type, what: str) -> Any:
+    if not isinstance(obj, kind):
+        raise ConfigError(f"{what} must be a LangGraph {kind.__name__}, not {type(obj).__name__}")
+    return obj
+
+
 def _unwrap(obj: Any, kind: type, what: str, stack: contextlib.ExitStack) -> Any:
     if obj is None or isinstance(obj, kind):
         return obj
+    acquire = getattr(obj, "__retrievalagent_acquire__", None)
+    if callable(acquire):  # a from_conn_string result made usable without `with`
+        target, release = acquire()
+        stack.callback(release)
+        return _checked(target, kind, what)
     inner = getattr(obj, "__retrievalagent_target__", None)
-    if callable(inner):  # a from_conn_string result made usable without `with`
-        return inner()
+    if callable(inner):
+        return _checked(inner(), kind, what)
     if hasattr(obj, "__enter__") and hasattr(obj, "__exit__"):
         entered = stack.enter_context(obj)
         if isinstance(entered, kind):

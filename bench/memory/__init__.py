@@ -1,0 +1,1 @@
+"""Memory benchmarks: alias learning (``alias_bench``) and write latency (``write_latency``)."""

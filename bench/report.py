@@ -1,0 +1,517 @@
+"""Render ``bench/results/*.json`` into ``docs/benchmarks.md`` with plots in ``docs/assets/bench/``.
+
+    python -m bench.report
+
+Every number on the page comes from a results file; a benchmark that has not been run
+shows as "not run". Plots need matplotlib (``pip install -e .[bench]``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench._common import REPO, RESULTS, setup_logging
+
+log = logging.getLogger("bench.report")
+
+DOC = REPO / "docs" / "benchmarks.md"
+ASSETS = REPO / "docs" / "assets" / "bench"
+OWN = ("quality", "latency", "ingest", "coldstart", "langchain_compare")
+SIZES = ("1k", "10k", "100k")
+
+
+def load_results() -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        try:
+            out[path.stem] = json.loads(path.read_text())
+        except ValueError:
+            log.warning("skipping unreadable %s", path)
+    return out
+
+
+# ------------------------------------------------------------------------------ helpers
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ms(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f} ms"
+
+
+def verdict(ok: bool | None) -> str:
+    if ok is None:
+        return "not run"
+    return "**pass**" if ok else "**FAIL**"
+
+
+def _get(d: dict[str, Any] | None, *keys: str, default: Any = None) -> Any:
+    for key in keys:
+        if not isinstance(d, dict) or key not in d:
+            return default
+        d = d[key]
+    return d
+
+
+# ------------------------------------------------------------------------------- plots
+def plot_latency(lat: dict[str, Any]) -> str | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed: no plots (pip install -e .[bench])")
+        return None
+    sizes = [s for s in SIZES if s in lat["sizes"]]
+    if not sizes:
+        return None
+    chunks = [lat["sizes"][s]["chunks"] for s in sizes]
+    series = [
+        ("search (embed + 2 searches + fusion) p50", lambda r: r["ms"]["search"]["p50"], "-o"),
+        ("search excluding embedding p95", lambda r: r["search_excluding_embed_ms"]["p95"], "-s"),
+        ("graph invoke, fake LLM p50", lambda r: r["ms"]["invoke"]["p50"], "-^"),
+        ("query embedding p50", lambda r: r["ms"]["embed"]["p50"], "--"),
+        ("engine dense query p50", lambda r: r["ms"]["engine_dense"]["p50"], ":o"),
+        ("engine BM25 query p50", lambda r: r["ms"]["engine_sparse"]["p50"], ":s"),
+    ]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
+    for label, get, style in series:
+        ax.plot(chunks, [get(lat["sizes"][s]) for s in sizes], style, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(chunks, [f"{c:,}" for c in chunks])
+    ax.set_xlabel("chunks in the index")
+    ax.set_ylabel("milliseconds (log)")
+    ax.set_title("Retrieval latency vs corpus size (embedded Qdrant, 2 cores)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    ASSETS.mkdir(parents=True, exist_ok=True)
+    fig.savefig(ASSETS / "latency_vs_size.png")
+    plt.close(fig)
+    return "assets/bench/latency_vs_size.png"
+
+
+def plot_quality(q: dict[str, Any], lc: dict[str, Any] | None) -> str | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    sets = list(q["sets"])
+    methods = ["bm25", "dense", "rrf(k=60)", "default"]
+    labels = ["BM25 only", "dense only", "RRF k=60", f"shipped: {q.get('shipped_default', '')}"]
+    values = [[q["sets"][s]["test"][m]["ndcg@10"] for s in sets] for m in methods]
+    if lc:
+        labels.append("LangChain EnsembleRetriever")
+        values.append(
+            [
+                _get(lc, "sets", s, "quality", "langchain_ensemble", "test", "ndcg@10", default=0)
+                for s in sets
+            ]
+        )
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), dpi=110)
+    width = 0.8 / len(values)
+    for i, (label, vals) in enumerate(zip(labels, values, strict=True)):
+        ax.bar([j + i * width for j in range(len(sets))], vals, width, label=label)
+    ax.set_xticks([j + width * (len(values) - 1) / 2 for j in range(len(sets))], sets)
+    ax.set_ylabel("nDCG@10 (test half)")
+    ax.set_title("Retrieval quality by set")
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    ASSETS.mkdir(parents=True, exist_ok=True)
+    fig.savefig(ASSETS / "quality.png")
+    plt.close(fig)
+    return "assets/bench/quality.png"
+
+
+# ------------------------------------------------------------------------------ sections
+def machine_section(results: dict[str, dict[str, Any]]) -> str:
+    src = next((results[n] for n in OWN if n in results), None)
+    if src is None:
+        return "No results yet.\n"
+    m = src["machine"]
+    pk = m.get("packages", {})
+    rows = [
+        ("CPU", m.get("cpu")),
+        ("Cores", f"{m.get('cores')} (usable: {m.get('usable_cores')})"),
+        ("RAM", f"{m.get('ram_gb')} GB"),
+        ("OS", m.get("os")),
+        ("Python", m.get("python")),
+        ("Packages", ", ".join(f"{k} {v}" for k, v in pk.items() if v)),
+    ]
+    loads = {
+        n: results[n]["machine"].get("load_avg_at_start") for n in OWN if n in results
+    }
+    note = ", ".join(
+        f"{n}: {v[0]:.1f}" for n, v in loads.items() if isinstance(v, list) and v
+    )
+    return (
+        table(("", ""), rows)
+        + "\n\nThe machine is shared with other jobs, so timings are noisy; every ratio below is "
+        "measured side by side in one run with the variants interleaved, and the page quotes "
+        f"medians. Load average (1 min) when each benchmark started: {note}.\n"
+    )
+
+
+def targets_section(results: dict[str, dict[str, Any]]) -> str:
+    q, lat, ing, cs, lc = (results.get(n) for n in OWN)
+    rows = []
+    # 1 fusion
+    if q:
+        v = q["target_fusion_never_loses"]
+        parts = [f"{s}: {x['default']:.3f} vs {x['best_single']:.3f} ({x['ratio']:.3f}×)"
+                 for s, x in v.items()]
+        ok = all(x["ratio"] >= 1.0 for x in v.values()) and any(
+            x["ratio"] >= 1.05 for x in v.values()
+        )
+        rows.append(("1", "Fusion never loses: hybrid nDCG@10 ≥ max(BM25, dense) on every set, "
+                     "≥ 1.05× on one (test halves)", "; ".join(parts), verdict(ok)))
+    else:
+        rows.append(("1", "Fusion never loses", "–", verdict(None)))
+    t = _get(lat, "targets") or {}
+    r = t.get("retrieval_near_engine_10k")
+    rows.append((
+        "2a", "10k chunks: retrieval p50 ≤ 1.5× (query embedding + engine dense + engine BM25)",
+        f"{r['search_p50_ms']:.1f} ms vs {r['embed_plus_engine_p50_ms']:.1f} ms "
+        f"({r['ratio']:.2f}×)" if r else "–",
+        verdict(r["pass"] if r else None),
+    ))
+    r = t.get("p95_excluding_embedding_100k")
+    rows.append((
+        "2b", "100k chunks: retrieval p95 excluding query embedding ≤ 50 ms (embedded engine)",
+        ms(r["p95_ms"]) if r else "–", verdict(r["pass"] if r else None),
+    ))
+    r = t.get("thin_graph_10k")
+    rows.append((
+        "3", "10k chunks: `invoke` with a zero-latency fake LLM, p50 ≤ 1.5× retrieval",
+        f"{r['invoke_p50_ms']:.1f} ms vs {r['search_p50_ms']:.1f} ms ({r['ratio']:.2f}×)"
+        if r else "–",
+        verdict(r["pass"] if r else None),
+    ))
+    r = _get(ing, "targets", "ingest_at_embedder_speed")
+    rows.append((
+        "4a", "Ingesting 10k chunks ≥ 0.8× the embedder's raw batch throughput",
+        f"{r['ratio']:.2f}× ({ing['ingest']['chunks_per_s']:.1f} vs "
+        f"{ing['raw_embed']['chunks_per_s']:.1f} chunks/s)" if r else "–",
+        verdict(r["pass"] if r else None),
+    ))
+    r = _get(ing, "targets", "reingest_speedup")
+    rows.append((
+        "4b", "Re-ingesting unchanged files ≥ 20× faster than the first ingest",
+        f"{r['speedup']:.0f}× ({r['first_s']:.0f} s → {r['reingest_median_s']:.2f} s)"
+        if r else "–",
+        verdict(r["pass"] if r else None),
+    ))
+    r = _get(cs, "targets", "cold_start")
+    rows.append((
+        "5", "Cold start on a 100k-chunk index, new process, to the first answer ≤ 2 s",
+        f"{r['median_s']:.2f} s median (first run {r['first_run_s']:.2f} s)" if r else "–",
+        verdict(r["pass"] if r else None),
+    ))
+    r = t.get("peak_rss_100k")
+    r10 = t.get("peak_rss_10k")
+    rows.append((
+        "6", "Peak RSS at 100k chunks ≤ 1.5 GB (reported at 10k too)",
+        (f"{r['peak_mb']:.0f} MB at 100k" if r else "–")
+        + (f"; {r10['peak_mb']:.0f} MB at 10k" if r10 else ""),
+        verdict(r["pass"] if r else None),
+    ))
+    mem = memory_target(results)
+    rows.append(("7", "Memory writes don't cost latency: 500 ms write, invoke p50 ≤ 1.05× no-write",
+                 mem[0], mem[1]))
+    if lc:
+        parts = []
+        for s, x in lc["sets"].items():
+            o = x["quality"]["ours_default"]["test"]["ndcg@10"]
+            e = x["quality"]["langchain_ensemble"]["test"]["ndcg@10"]
+            parts.append(
+                f"{s}: nDCG {o:.3f} vs {e:.3f}, p50 {x['latency_ms']['ours']['p50']:.0f} vs "
+                f"{x['latency_ms']['langchain']['p50']:.0f} ms"
+            )
+        rows.append(("8", "Compared with LangChain `EnsembleRetriever` (ours vs theirs)",
+                     "; ".join(parts), "reported"))
+    else:
+        rows.append(("8", "Compared with LangChain `EnsembleRetriever`", "–", verdict(None)))
+    return table(("#", "Target", "Measured", "Result"), rows) + "\n"
+
+
+def memory_target(results: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """The memory-write target from the memory engineer's results, whatever its file name."""
+    for name, res in results.items():
+        if name in OWN or not name.startswith("memory"):
+            continue
+        for key, val in (res.get("targets") or {}).items():
+            if isinstance(val, dict) and "pass" in val:
+                shown = ", ".join(
+                    f"{k} {v}" for k, v in val.items() if k != "pass" and not isinstance(v, dict)
+                )
+                return f"{shown} (`bench/results/{name}.json`, {key})", verdict(bool(val["pass"]))
+        return f"see `bench/results/{name}.json`", "reported"
+    return "–", verdict(None)
+
+
+def quality_section(q: dict[str, Any] | None, plot: str | None) -> str:
+    if not q:
+        return "Not run (`python -m bench.quality`).\n"
+    p = q["protocol"]
+    out = [
+        f"Shipped default: **`{q['shipped_default']}`**. "
+        f"Queries are split into dev/test halves by {p['split']}; every tunable fusion is tuned "
+        f"on the dev halves ({p['tuned_on']}); the numbers below are the **test** halves. "
+        "Rows marked * are the dev-tuned setting of each family: "
+        + "; ".join(f"{fam}* = `{t['setting']}`" for fam, t in q["tuned"].items())
+        + ".\n",
+    ]
+    for s, row in q["sets"].items():
+        n = row["queries"]
+        out.append(f"\n**{s}** — {n['test']} test queries ({n['dev']} dev)\n")
+        test, all_ = row["test"], row["all"]
+        out.append(
+            table(
+                ("Method", "nDCG@10 (test)", "recall@10 (test)", "nDCG@10 (all)"),
+                [
+                    (m, f"{v['ndcg@10']:.4f}", f"{v['recall@10']:.4f}",
+                     f"{all_[m]['ndcg@10']:.4f}")
+                    for m, v in test.items()
+                ],
+            )
+        )
+    if plot:
+        out.append(f"\n![nDCG@10 by set]({plot})\n")
+    if q.get("cross_set"):
+        out.append(
+            "\n**Cross-set check** — each family tuned on one set alone (all its queries), "
+            "scored on the others (nDCG@10):\n"
+        )
+        rows = []
+        for src, fams in q["cross_set"].items():
+            for fam, v in fams.items():
+                rows.append((src, fam, f"`{v['setting']}`",
+                             ", ".join(f"{s} {x:.4f}" for s, x in v["scores"].items())))
+        out.append(table(("Tuned on", "Family", "Setting", "Scores elsewhere"), rows))
+    e2e = q.get("end_to_end_default") or {}
+    if e2e:
+        out.append(
+            "\n\nEnd-to-end check (`agent.search` with the shipped settings, test halves): "
+            + "; ".join(f"{s} nDCG@10 {v['ndcg@10']:.4f}" for s, v in e2e.items())
+            + ".\n"
+        )
+    return "\n".join(out) + "\n"
+
+
+def latency_section(lat: dict[str, Any] | None, plot: str | None) -> str:
+    if not lat:
+        return "Not run (`python -m bench.latency`).\n"
+    rows = []
+    for s in SIZES:
+        r = lat["sizes"].get(s)
+        if not r:
+            continue
+        m = r["ms"]
+        rows.append((
+            f"{r['chunks']:,}",
+            ms(m["embed"]["p50"]),
+            ms(m["engine_dense"]["p50"], 2),
+            ms(m["engine_sparse"]["p50"], 2),
+            f"{ms(m['search']['p50'])} / {ms(m['search']['p95'])}",
+            f"{ms(r['search_excluding_embed_ms']['p50'])} / "
+            f"{ms(r['search_excluding_embed_ms']['p95'])}",
+            f"{ms(m['invoke']['p50'])} / {ms(m['invoke']['p95'])}",
+            f"{r['rss_mb']['peak']:.0f} MB",
+        ))
+    any_size = next(iter(lat["sizes"].values()))
+    out = [
+        table(
+            ("Chunks", "Embed p50", "Engine dense p50", "Engine BM25 p50",
+             "Search p50 / p95", "Search excl. embed p50 / p95", "Invoke p50 / p95",
+             "Peak RSS"),
+            rows,
+        ),
+        f"\n{any_size['queries']} queries × {any_size['rounds']} rounds per size, "
+        f"`fetch_k={any_size['fetch_k']}`, `top_k={any_size['top_k']}`; every step of a query "
+        "runs in a random order next to the others. *Search* is `HybridSearcher.search` "
+        "(query embedding, dense and BM25 searches, fusion, payloads); *engine* columns are "
+        "`EdgeShard.query` alone for the same vectors (ids and scores only); *invoke* is the "
+        "whole graph with a zero-latency fake chat model (answer + structured grade); peak RSS "
+        "is that of the serving process (agent opened with `init_agent`, all queries run).\n",
+    ]
+    if plot:
+        out.append(f"![Latency vs corpus size]({plot})\n")
+    return "\n".join(out)
+
+
+def ingest_section(ing: dict[str, Any] | None) -> str:
+    if not ing:
+        return "Not run (`python -m bench.ingest`).\n"
+    rows = [
+        (i + 1, b["chunks"], b["files"], f"{b['raw_s']:.1f} s", f"{b['ingest_s']:.1f} s",
+         f"{b['ratio']:.3f}")
+        for i, b in enumerate(ing["blocks"])
+    ]
+    return (
+        f"{ing['chunks']:,} chunks from {ing['files']} Markdown files, library defaults. "
+        f"Raw `MiniLMEmbeddings.embed_array` on the same chunk texts: "
+        f"{ing['raw_embed']['chunks_per_s']:.1f} chunks/s; `add_documents`: "
+        f"{ing['ingest']['chunks_per_s']:.1f} chunks/s. Re-adding the unchanged folder took "
+        + ", ".join(f"{s:.2f} s" for s in ing["reingest_seconds"])
+        + f". Peak RSS {ing['peak_rss_mb']:.0f} MB.\n\n"
+        + table(("Block", "Chunks", "Files", "Raw embed", "add_documents", "Raw/ingest"), rows)
+        + "\n"
+    )
+
+
+def coldstart_section(cs: dict[str, Any] | None) -> str:
+    if not cs:
+        return "Not run (`python -m bench.coldstart`).\n"
+    p = cs["parts_median_s"]
+    rows = [
+        (i + 1, f"{r['to_first_answer_s']:.2f} s", f"{r['interpreter_s']:.2f}",
+         f"{r['imports_s']:.2f}", f"{r['init_agent_s']:.2f}", f"{r['first_invoke_s']:.2f}")
+        for i, r in enumerate(cs["runs"])
+    ]
+    return (
+        f"Index of {cs['chunks']:,} chunks. Median split: interpreter {p['interpreter_s']:.2f} s, "
+        f"imports {p['imports_s']:.2f} s, `init_agent` {p['init_agent_s']:.2f} s, first "
+        f"`invoke` (model load + search + answer + grade) {p['first_invoke_s']:.2f} s.\n\n"
+        + table(("Run", "To first answer", "Interpreter", "Imports", "init_agent",
+                 "First invoke"), rows)
+        + "\n"
+    )
+
+
+def langchain_section(lc: dict[str, Any] | None) -> str:
+    if not lc:
+        return "Not run (`python -m bench.langchain_compare`).\n"
+    s = lc["setup"]
+    rows = []
+    for name, x in lc["sets"].items():
+        qd = x["quality"]
+        rows.append((
+            name,
+            f"{qd['ours_default']['test']['ndcg@10']:.4f}",
+            f"{qd['langchain_ensemble']['test']['ndcg@10']:.4f}",
+            f"{qd['langchain_bm25_only']['test']['ndcg@10']:.4f}",
+            f"{qd['langchain_vector_only']['test']['ndcg@10']:.4f}",
+            f"{x['latency_ms']['ours']['p50']:.1f} / {x['latency_ms']['ours']['p95']:.1f} ms",
+            f"{x['latency_ms']['langchain']['p50']:.1f} / "
+            f"{x['latency_ms']['langchain']['p95']:.1f} ms",
+        ))
+    return (
+        f"LangChain side: {s['bm25']}; {s['vector']}; {s['ensemble']}. Same passages, same "
+        "embedding model, same query text; latency interleaved query by query, both embedding "
+        "the query with the real model.\n\n"
+        + table(("Set", "Ours nDCG@10", "Ensemble nDCG@10", "LC BM25 only", "LC vector only",
+                 "Ours p50 / p95", "Ensemble p50 / p95"), rows)
+        + "\n"
+    )
+
+
+def others_section(results: dict[str, dict[str, Any]]) -> str:
+    out = []
+    for name, res in results.items():
+        if name in OWN:
+            continue
+        what = res.get("benchmark") or name
+        targets = res.get("targets")
+        summary = (
+            table(("Key", "Value"), [(k, f"`{json.dumps(v)}`") for k, v in targets.items()])
+            if isinstance(targets, dict)
+            else "See the JSON file for the numbers."
+        )
+        out.append(f"### {what}\n\nFrom `bench/results/{name}.json`.\n\n{summary}\n")
+    return "\n".join(out) if out else "None yet.\n"
+
+
+def run_times(results: dict[str, dict[str, Any]]) -> str:
+    cmds = {
+        "quality": "python -m bench.quality",
+        "latency": "python -m bench.latency --sizes 1k,10k,100k",
+        "ingest": "python -m bench.ingest",
+        "coldstart": "python -m bench.coldstart",
+        "langchain_compare": "python -m bench.langchain_compare",
+    }
+    rows = []
+    for name, cmd in cmds.items():
+        res = results.get(name)
+        secs = _get(res, "run_seconds")
+        rows.append((f"`{cmd}`", f"{secs / 60:.1f} min" if secs else "not run"))
+    return table(("Command", "Last run took"), rows)
+
+
+def render(results: dict[str, dict[str, Any]]) -> str:
+    q, lat, ing, cs, lc = (results.get(n) for n in OWN)
+    qplot = plot_quality(q, lc) if q else None
+    lplot = plot_latency(lat) if lat else None
+    created = max((r.get("created", "") for r in results.values()), default="")
+    return f"""# Benchmarks
+
+<!-- Generated by `python -m bench.report` from bench/results/*.json; edit bench/report.py,
+not this page. -->
+
+Measured on one small shared machine with the library's defaults: the embedded Qdrant
+engine (qdrant-edge), the packaged MiniLM embedder, BM25 by the engine with client-side term
+weights, no LLM unless said. Latest result: {created}.
+
+## Targets
+
+{targets_section(results)}
+## Machine
+
+{machine_section(results)}
+## How to reproduce
+
+```bash
+pip install -e ".[bench]"
+python -m bench.datasets.build      # evaluation sets (bench/datasets/README.md)
+python -m bench                     # every benchmark below, then this page
+```
+
+{run_times(results)}
+
+The 1k/10k/100k indexes of the latency, RSS and cold-start runs are built once through
+`add_documents` with passage vectors cached in `bench/.cache/vectors` (computed once with
+the same MiniLM model; embedding 100k passages takes about an hour on 2 cores); every
+*timed* embedding uses the real model. Benchmark indexes keep each passage in one chunk
+(`chunk_size=4000`); the ingestion benchmark uses the library defaults.
+
+## 1. Fusion quality
+
+{quality_section(q, qplot)}
+## 2. Latency vs corpus size, and peak memory
+
+{latency_section(lat, lplot)}
+## 3. Ingestion
+
+{ingest_section(ing)}
+## 4. Cold start
+
+{coldstart_section(cs)}
+## 5. Against LangChain's EnsembleRetriever
+
+{langchain_section(lc)}
+## 6. Other benchmarks in this repository
+
+{others_section(results)}"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    setup_logging()
+    results = load_results()
+    DOC.write_text(render(results))
+    log.info("wrote %s", DOC.relative_to(REPO))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

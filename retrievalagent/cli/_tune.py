@@ -1,0 +1,216 @@
+"""``retrievalagent tune TRACE_FILE``: the two memory thresholds, read off real traffic.
+
+With ``RAG_TRACE_FILE`` set, every finished turn appends its trace as one JSON line (see
+``TraceLog`` in ``graph/_nodes.py``). This command reads those lines and reports, for each
+threshold, what the agent saw:
+
+* relevance (``memory_relevance_threshold``): the ``best_score`` of every recall
+  (``read_memory`` events, fired or ``below_threshold``);
+* storage (``memory_storage_threshold``): the ``memory_confidence`` of every fact the
+  grader proposed (``final_grade`` events with ``memory_worth_storing``).
+
+For each it prints the distribution, how many turns candidate thresholds would let through,
+and a suggested value: the middle of the widest gap between observed scores inside a sane
+range (scores that cluster apart are the two populations the threshold has to separate),
+or the current value when there is too little data or no clear gap.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["analyze", "read_trace_file", "suggest", "tune"]
+
+MIN_SAMPLES = 5
+CANDIDATES = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))  # 0.50 ... 0.95
+RELEVANCE_RANGE = (0.3, 0.95)
+STORAGE_RANGE = (0.5, 0.99)
+
+
+def read_trace_file(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The turn records of a trace file and the number of lines that could not be read."""
+    records, bad = [], 0
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                bad += 1
+                continue
+            if isinstance(record, dict) and isinstance(record.get("trace"), list):
+                records.append(record)
+            else:
+                bad += 1
+    return records, bad
+
+
+def _quantiles(values: Sequence[float]) -> dict[str, float | int | None]:
+    if not values:
+        return {"n": 0, "min": None, "p10": None, "p25": None, "median": None, "p75": None,
+                "p90": None, "max": None}  # fmt: skip
+    ordered = sorted(values)
+
+    def q(p: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(p * (len(ordered) - 1) + 0.5))], 4)
+
+    return {
+        "n": len(ordered),
+        "min": round(ordered[0], 4),
+        "p10": q(0.1),
+        "p25": q(0.25),
+        "median": round(statistics.median(ordered), 4),
+        "p75": q(0.75),
+        "p90": q(0.9),
+        "max": round(ordered[-1], 4),
+    }
+
+
+def suggest(
+    values: Iterable[float], current: float | None, bounds: tuple[float, float]
+) -> tuple[float | None, str]:
+    """A threshold in the widest gap between observed scores, and why."""
+    low, high = bounds
+    inside = sorted(v for v in values if low <= v <= high)
+    if len(inside) < MIN_SAMPLES:
+        return (
+            current,
+            f"fewer than {MIN_SAMPLES} scores in [{low}, {high}]; keep the current value",
+        )
+    gaps = [(b - a, a, b) for a, b in itertools.pairwise(inside)]
+    width, a, b = max(gaps)
+    if width < 0.05:
+        return current, "scores spread evenly (no gap of 0.05 or more); keep the current value"
+    value = round((a + b) / 2, 3)
+    return value, f"widest gap in the scores: {a:.3f} .. {b:.3f}"
+
+
+def analyze(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Everything ``tune`` reports, as plain data."""
+    best_scores: list[float] = []
+    recall: Counter[str] = Counter()
+    relevance_in_use: Counter[float] = Counter()
+    proposed: list[float] = []
+    grades: Counter[str] = Counter()
+    storage_in_use: Counter[float] = Counter()
+    writes: Counter[str] = Counter()
+    for record in records:
+        for event in record.get("trace") or []:
+            node = event.get("node")
+            if node == "read_memory":
+                if "error" in event:
+                    recall["error"] += 1
+                elif "memories" in event:
+                    recall["fired"] += 1
+                else:
+                    recall[str(event.get("skipped", "?"))] += 1
+                if isinstance(event.get("best_score"), int | float):
+                    best_scores.append(float(event["best_score"]))
+                if isinstance(event.get("threshold"), int | float):
+                    relevance_in_use[float(event["threshold"])] += 1
+            elif node == "final_grade":
+                grades["store" if event.get("memory_should_store") else "not_store"] += 1
+                if event.get("memory_worth_storing") or event.get("memory_should_store"):
+                    proposed.append(float(event.get("memory_confidence") or 0.0))
+                if isinstance(event.get("storage_threshold"), int | float):
+                    storage_in_use[float(event["storage_threshold"])] += 1
+            elif node == "write_memory":
+                if "error" in event:
+                    writes["failed"] += 1
+                elif event.get("scheduled"):
+                    writes["scheduled"] += 1
+                else:
+                    writes[f"skipped: {event.get('skipped', '?')}"] += 1
+    current_rel = relevance_in_use.most_common(1)[0][0] if relevance_in_use else None
+    current_sto = storage_in_use.most_common(1)[0][0] if storage_in_use else None
+    rel_value, rel_why = suggest(best_scores, current_rel, RELEVANCE_RANGE)
+    sto_value, sto_why = suggest(proposed, current_sto, STORAGE_RANGE)
+    return {
+        "turns": len(records),
+        "relevance": {
+            "current": current_rel,
+            "best_score": _quantiles(best_scores),
+            "recalls": dict(recall),
+            "pass_at": {str(t): sum(v >= t for v in best_scores) for t in CANDIDATES},
+            "suggested": rel_value,
+            "why": rel_why,
+        },
+        "storage": {
+            "current": current_sto,
+            "memory_confidence": _quantiles(proposed),
+            "grades": dict(grades),
+            "pass_at": {str(t): sum(v >= t for v in proposed) for t in CANDIDATES},
+            "suggested": sto_value,
+            "why": sto_why,
+        },
+        "writes": dict(writes),
+    }
+
+
+def _print(report: dict[str, Any], console: Console) -> None:
+    console.print(f"[bold]{report['turns']}[/] turns")
+    for key, label, env, score in (
+        ("relevance", "memory_relevance_threshold", "RAG_MEMORY_RELEVANCE_THRESHOLD", "best_score"),
+        (
+            "storage",
+            "memory_storage_threshold",
+            "RAG_MEMORY_STORAGE_THRESHOLD",
+            "memory_confidence",
+        ),
+    ):
+        part = report[key]
+        dist = part[score]
+        console.print(f"\n[bold]{label}[/] ({env}); in use: {part['current']}")
+        counts = part.get("recalls") or part.get("grades") or {}
+        console.print("  events: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none"))
+        if dist["n"]:
+            console.print(
+                f"  {score}: n={dist['n']} min={dist['min']} p10={dist['p10']} "
+                f"p25={dist['p25']} median={dist['median']} p75={dist['p75']} "
+                f"p90={dist['p90']} max={dist['max']}"
+            )
+            table = Table("threshold", "would pass", show_edge=False)
+            for threshold, passed in part["pass_at"].items():
+                table.add_row(threshold, f"{passed} / {dist['n']}")
+            console.print(table)
+        else:
+            console.print(f"  no {score} recorded")
+        console.print(f"  [bold]suggested: {part['suggested']}[/] ({part['why']})")
+    if report["writes"]:
+        console.print(
+            "\nwrites: " + ", ".join(f"{k} {v}" for k, v in sorted(report["writes"].items()))
+        )
+
+
+def tune(
+    trace_file: Annotated[
+        Path, typer.Argument(help="A RAG_TRACE_FILE (JSON lines, one finished turn each).")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Suggest memory_relevance_threshold and memory_storage_threshold from a trace file."""
+    console = Console()
+    if not trace_file.is_file():
+        Console(stderr=True).print(f"[bold red]error:[/] no such file: {trace_file}")
+        raise typer.Exit(1)
+    records, bad = read_trace_file(trace_file)
+    report = analyze(records)
+    report["unreadable_lines"] = bad
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    _print(report, console)
+    if bad:
+        console.print(f"[yellow]{bad} line(s) could not be read[/]")

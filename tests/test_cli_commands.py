@@ -1,0 +1,124 @@
+"""The command line, through typer's CliRunner: output a person reads, and clean errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from retrievalagent.cli import app
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("RAG_COLLECTION", raising=False)
+    monkeypatch.delenv("RAG_MODEL", raising=False)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "errors.md").write_text(
+        "# Error codes\n\n## LF-409\n\nThe vault is locked by another process.\n"
+    )
+    (folder / "snapshots.md").write_text(
+        "# Snapshots\n\nA snapshot is taken every six hours and kept for thirty days.\n"
+    )
+    return folder
+
+
+def invoke(runner: CliRunner, *args: str) -> Any:
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_graph_prints_the_real_graph_as_mermaid(runner: CliRunner, notes: Path) -> None:
+    from retrievalagent import init_agent
+
+    result = invoke(runner, "graph")
+    assert result.exit_code == 0
+    with init_agent("graph-test", backend_url=":memory:") as rag:
+        expected = rag.graph.get_graph().draw_mermaid()
+    assert result.stdout.strip() == expected.strip()
+    assert "read_memory --> lexical_search;" in result.stdout
+
+
+def test_ingest_then_ask_with_a_trace_tree(runner: CliRunner, notes: Path) -> None:
+    first = invoke(runner, "ingest", str(notes), "--collection", "cli-notes")
+    assert first.exit_code == 0, first.output
+    assert "2 source(s): 2 new" in first.stdout
+    assert "collection 'cli-notes' holds" in first.stdout
+    assert "Indexing" in first.stderr  # says what it is doing before the slow part
+
+    again = invoke(runner, "ingest", str(notes), "--collection", "cli-notes")
+    assert "2 unchanged" in again.stdout
+
+    asked = invoke(runner, "ask", "What does LF-409 mean?", "-c", "cli-notes", "--trace")
+    assert asked.exit_code == 0, asked.output
+    out = asked.stdout
+    assert "locked by another process" in out
+    assert "Sources:" in out and "errors.md" in out
+    assert "offline mode" in out
+    # the trace is a tree: one branch per node, its fields beneath
+    assert out.index("trace") < out.index("├── prepare") < out.index("write_memory")
+    assert "│   ├── method: adaptive" in out or "│   ├── method:" in out
+    assert "└── write_memory" in out
+
+
+def test_collection_defaults_to_rag_collection(
+    runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_COLLECTION", "from-env")
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0
+    listed = invoke(runner, "sources")
+    assert listed.exit_code == 0
+    assert "errors.md" in listed.stdout and "snapshots.md" in listed.stdout
+
+
+def test_errors_are_one_clear_line(runner: CliRunner, notes: Path) -> None:
+    result = invoke(runner, "ask", "anything?", "--collection", "never-filled")
+    assert result.exit_code == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[0].startswith("error: collection 'never-filled' does not exist")
+    assert "retrievalagent ingest PATH --collection never-filled" in lines[0]
+    assert "--debug" in lines[1] and len(lines) == 2
+    assert "Traceback" not in result.output
+
+    bad = invoke(runner, "ask", "x", "--collection", "no spaces allowed")
+    assert bad.exit_code == 1
+    assert bad.stderr.splitlines()[0].startswith("error: collection='no spaces allowed' is invalid")
+
+
+def test_bad_env_value_is_one_line_naming_the_variable(
+    runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_TOP_K", "many")
+    result = invoke(runner, "sources")
+    assert result.exit_code == 1
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("error: environment variable RAG_TOP_K='many' is invalid")
+
+
+def test_debug_shows_the_traceback(runner: CliRunner, notes: Path) -> None:
+    from retrievalagent import ConfigError
+
+    with pytest.raises(ConfigError, match="is invalid"):
+        invoke(runner, "--debug", "ask", "x", "--collection", "no spaces allowed")
+
+
+def test_missing_path_is_reported_not_indexed(runner: CliRunner, notes: Path) -> None:
+    result = invoke(runner, "ingest", "./does-not-exist.md", "-c", "cli-notes")
+    assert result.exit_code == 1
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "does-not-exist.md" in error and "no such file or folder" in error
+
+
+def test_help_lists_every_command(runner: CliRunner) -> None:
+    result = invoke(runner, "--help")
+    assert result.exit_code == 0
+    for command in ("demo", "ingest", "ask", "chat", "graph", "sources", "delete"):
+        assert command in result.stdout

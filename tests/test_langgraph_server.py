@@ -1,0 +1,218 @@
+"""LangGraph Server serves the agent's graph from ``langgraph.json``.
+
+The end-to-end test starts LangGraph's own development server (``langgraph dev``, the
+in-memory runtime from ``langgraph-cli[inmem]``) on 127.0.0.1 and calls it with
+``langgraph-sdk``, as a deployment's clients would. The factory is also tested directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NOTES = [
+    "# Snapshots\n\nA snapshot is taken every six hours and kept for thirty days.",
+    "# Vault\n\nError LF-409 means another process holds the vault lock.",
+]
+OTHER = ["# Canteen\n\nThe canteen opens at noon and closes at three."]
+
+
+def test_langgraph_json_points_at_the_factory() -> None:
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    module, _, attr = config["graphs"]["retrievalagent"].partition(":")
+    # a module path (not a file path), so the server imports the installed package
+    assert module == "retrievalagent.server"
+    import retrievalagent.server as server
+
+    assert callable(getattr(server, attr))
+    assert config["dependencies"] == ["."]
+
+
+# -- the factory, in process ---------------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm: Any) -> Iterator[Any]:
+    import retrievalagent.server as server
+    from retrievalagent import init_agent
+
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RAG_COLLECTION", "served")
+    for name, docs in (("served", NOTES), ("other", OTHER)):
+        with init_agent(name, embeddings=minilm) as rag:
+            rag.add_documents(docs)
+    yield server
+    server.close_agents()
+
+
+async def test_make_graph_builds_from_env_and_caches(served: Any) -> None:
+    graph = await served.make_graph({"configurable": {}})
+    again = await served.make_graph({"configurable": {"thread_id": "t", "user_id": "u"}})
+    assert graph is again  # one agent per collection, shared by every run
+    assert graph.checkpointer is None  # LangGraph Server brings its own
+    state = await graph.ainvoke({"question": "How long is a snapshot kept?"})
+    assert "thirty days" in state["answer"]
+
+    other = await served.make_graph({"configurable": {"collection": "other"}})
+    assert other is not graph
+    state = await other.ainvoke({"messages": [("user", "When does the canteen open?")]})
+    assert "noon" in state["answer"]
+
+
+def test_agent_for_reads_the_assistant_config(served: Any) -> None:
+    from retrievalagent import ConfigError
+
+    assert served.agent_for(None).collection == "served"
+    assert served.agent_for({"configurable": {"collection": "other"}}).collection == "other"
+    with_memory = served.agent_for({"configurable": {"memory": "true"}})
+    assert with_memory.memory_backend_name == "mem0"
+    assert served.agent_for({"configurable": {}}).memory is None
+    with pytest.raises(ConfigError, match=r"configurable\.memory"):
+        served.agent_for({"configurable": {"memory": 3}})
+
+
+# -- the real server -----------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def langgraph_dev(tmp_path: Path, minilm: Any) -> Iterator[str]:
+    """``langgraph dev`` on a free port, serving this repository's langgraph.json."""
+    cli = shutil.which("langgraph", path=os.path.dirname(sys.executable)) or shutil.which(
+        "langgraph"
+    )
+    if cli is None:
+        message = 'langgraph-cli is not installed: pip install "langgraph-cli[inmem]"'
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    from retrievalagent import init_agent
+
+    data = tmp_path / "data"
+    for name, docs in (("docs", NOTES), ("other", OTHER)):
+        with init_agent(name, embeddings=minilm, data_dir=data) as rag:
+            rag.add_documents(docs)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
+    env.update(
+        RAG_DATA_DIR=str(data),
+        MEM0_TELEMETRY="False",
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        LANGSMITH_TRACING="false",
+        LANGCHAIN_TRACING_V2="false",
+        PYTHONUNBUFFERED="1",
+    )
+    port = _free_port()
+    workdir = tmp_path / "server"
+    workdir.mkdir()
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            cli,
+            "dev",
+            "--config",
+            str(ROOT / "langgraph.json"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-browser",
+            "--no-reload",
+        ],
+        cwd=workdir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        import httpx
+
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"langgraph dev exited:\n{(tmp_path / 'server.log').read_text()[-4000:]}"
+                )
+            try:
+                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"langgraph dev did not start:\n{(tmp_path / 'server.log').read_text()[-4000:]}"
+                )
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_langgraph_dev_serves_the_agent(langgraph_dev: str) -> None:
+    from langgraph_sdk import get_client
+
+    async def scenario() -> None:
+        client = get_client(url=langgraph_dev)
+        [assistant] = await client.assistants.search(graph_id="retrievalagent")
+        thread = await client.threads.create()
+        first = await client.runs.wait(
+            thread["thread_id"],
+            assistant["assistant_id"],
+            input={"messages": [{"role": "user", "content": "How long is a snapshot kept?"}]},
+            config={"configurable": {"user_id": "alice"}},
+        )
+        assert "thirty days" in first["answer"]
+        assert first["sources"][0]["headings"] == ["Snapshots"]
+        assert first["trace"][0]["node"] == "prepare"
+        assert first["trace"][0]["user_id"] == "alice"
+
+        # The server keeps the thread: the second turn sees the first.
+        nodes = []
+        async for part in client.runs.stream(
+            thread["thread_id"],
+            assistant["assistant_id"],
+            input={"question": "What does LF-409 mean?"},
+            stream_mode="updates",
+        ):
+            if part.event == "updates":
+                nodes.extend(part.data)
+        assert nodes[0] == "prepare" and nodes[-1] == "write_memory"
+        state = await client.threads.get_state(thread["thread_id"])
+        assert len(state["values"]["messages"]) == 4
+        assert "vault lock" in state["values"]["answer"]
+
+        # An assistant configured for another collection answers from it.
+        other = await client.assistants.create(
+            "retrievalagent", config={"configurable": {"collection": "other"}}
+        )
+        reply = await client.runs.wait(
+            None, other["assistant_id"], input={"question": "When does the canteen open?"}
+        )
+        assert "noon" in reply["answer"]
+
+    asyncio.run(scenario())

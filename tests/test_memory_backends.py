@@ -1,0 +1,154 @@
+"""The two memory backends on their own: real mem0 (sync and async) and real LangGraph stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from retrievalagent.memory import Mem0Backend, StoreBackend, user_id_from_config
+from retrievalagent.memory._base import fact_text, recall_text
+from tests.test_memory_helpers import Mem0Extractor, mem0_config, record
+
+FACT = '"password" is called "passphrase" in these documents'
+QUESTION = "Which environment variable can hold the encryption password?"
+
+
+@pytest.fixture
+def mem0_sync(tmp_path: Path, minilm: Any) -> Any:
+    from mem0 import Memory
+
+    return Memory.from_config(mem0_config(tmp_path / "m0", minilm))
+
+
+@pytest.fixture
+def mem0_async(tmp_path: Path, minilm: Any) -> Any:
+    from mem0 import AsyncMemory
+
+    return AsyncMemory.from_config(mem0_config(tmp_path / "am0", minilm))
+
+
+def test_user_id_resolution() -> None:
+    assert user_id_from_config({"configurable": {"user_id": "alice"}}) == "alice"
+    auth = {"configurable": {"langgraph_auth_user": {"identity": "bob"}}}
+    assert user_id_from_config(auth) == "bob"
+    both = {"configurable": {"user_id": "alice", "langgraph_auth_user": {"identity": "bob"}}}
+    assert user_id_from_config(both) == "alice"
+    assert user_id_from_config({"configurable": {"user_id": "  "}}) == "default"
+    assert user_id_from_config(None) == "default"
+
+
+def test_recall_text_round_trip() -> None:
+    rec = record(FACT, question="Where (exactly) is it?")
+    text = recall_text(rec)
+    assert text.startswith(FACT) and "asked:" in text
+    assert fact_text(text) == FACT
+    assert fact_text(FACT) == FACT
+
+
+def test_mem0_sync_stores_and_recalls_per_user(mem0_sync: Any) -> None:
+    backend = Mem0Backend(mem0_sync, infer=False)
+    assert not backend.async_native and backend.score_kind == "similarity"
+    backend.add(record(FACT, "alice", QUESTION))
+    hits, scanned = backend.search(QUESTION, "alice", 5)
+    assert scanned == 1 and hits[0].text == FACT  # the "(asked: ...)" part is not injected
+    assert 0.7 <= hits[0].score <= 1.0  # found again by the question that taught it
+    assert backend.search(QUESTION, "bob", 5) == ([], 0)
+
+
+def test_mem0_infer_sends_the_mapping_to_the_extractor(tmp_path: Path, minilm: Any) -> None:
+    from mem0 import Memory
+
+    extractor = Mem0Extractor()
+    memory = Memory.from_config(mem0_config(tmp_path / "m0", minilm, extractor))
+    backend = Mem0Backend(memory, infer=True)
+    backend.add(record(FACT, "alice", QUESTION))
+    assert len(extractor.calls) == 1 and "passphrase" in extractor.calls[0]
+    hits, _ = backend.search(QUESTION, "alice", 5)
+    assert [h.text for h in hits] == [FACT]
+    assert hits[0].score >= 0.7
+
+
+async def test_mem0_async_memory_is_awaited(mem0_async: Any) -> None:
+    backend = Mem0Backend(mem0_async, infer=False)
+    assert backend.async_native  # AsyncMemory.add is a coroutine: scheduled as a task
+    await backend.aadd(record(FACT, "alice", QUESTION))
+    hits, scanned = await backend.asearch(QUESTION, "alice", 5)
+    assert scanned == 1 and hits[0].text == FACT
+    assert (await backend.asearch(QUESTION, "mallory", 5)) == ([], 0)
+
+
+def test_mem0_async_memory_from_sync_code(mem0_async: Any) -> None:
+    backend = Mem0Backend(mem0_async, infer=False)
+    backend.add(record(FACT, "alice", QUESTION))  # no running loop: run to completion
+    hits, _ = backend.search(QUESTION, "alice", 5)
+    assert hits and hits[0].text == FACT
+
+
+def test_mem0_distances_become_similarities(mem0_sync: Any) -> None:
+    backend = Mem0Backend(mem0_sync, infer=False, score_kind="distance")
+    backend.add(record(FACT, "alice", QUESTION))
+    hits, _ = backend.search(QUESTION, "alice", 5)
+    raw = mem0_sync.search(QUESTION, filters={"user_id": "alice"}, top_k=5, threshold=0.0)
+    distance = raw["results"][0]["score"]
+    assert hits[0].score == pytest.approx(1 / (1 + distance))
+    with pytest.raises(ValueError, match="score_kind"):
+        Mem0Backend(mem0_sync, score_kind="cosine")
+
+
+def test_mem0_backend_rejects_objects_without_search_and_add() -> None:
+    with pytest.raises(TypeError, match="search\\(\\) and add\\(\\)"):
+        Mem0Backend(object())
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])
+def test_store_backend_recall_and_isolation(minilm: Any, indexed: bool) -> None:
+    store = InMemoryStore(index={"dims": 384, "embed": minilm}) if indexed else InMemoryStore()
+    backend = StoreBackend(store, minilm, "minilm:384")
+    assert backend.indexed is indexed
+    backend.add(record(FACT, "alice", QUESTION))
+    backend.add(record('"kill" is called "terminate" in these documents', "alice", "kill it?"))
+    hits, scanned = backend.search(QUESTION, "alice", 5)
+    assert scanned == 2 and hits[0].text == FACT and hits[0].score >= 0.7
+    assert hits[0].score > hits[1].score
+    assert backend.search(QUESTION, "bob", 5) == ([], 0)
+    item = store.search(("memories", "alice"), limit=10)[0].value
+    assert {"text", "question", "answer", "created_at"} <= set(item)
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])
+async def test_store_backend_async(minilm: Any, indexed: bool) -> None:
+    store = InMemoryStore(index={"dims": 384, "embed": minilm}) if indexed else InMemoryStore()
+    backend = StoreBackend(store, minilm, "minilm:384")
+    await backend.aadd(record(FACT, "alice", QUESTION))
+    hits, scanned = await backend.asearch(QUESTION, "alice", 5)
+    assert scanned == 1 and hits[0].text == FACT
+    assert (await backend.asearch(QUESTION, "bob", 5)) == ([], 0)
+
+
+def test_store_without_index_scores_only_the_most_recent(minilm: Any) -> None:
+    store = InMemoryStore()
+    backend = StoreBackend(store, minilm, "minilm:384", scan_limit=2)
+    backend.add(record(FACT, "alice", QUESTION))  # oldest: beyond the scan limit
+    backend.add(record('"a" is called "b" in these documents', "alice", "one"))
+    backend.add(record('"c" is called "d" in these documents', "alice", "two"))
+    hits, scanned = backend.search(QUESTION, "alice", 5)
+    assert scanned == 2 and FACT not in [h.text for h in hits]
+
+
+def test_store_memories_written_by_other_code_are_embedded_once(minilm: Any) -> None:
+    store = InMemoryStore()
+    store.put(("memories", "alice"), "k1", {"text": FACT})  # no vector saved with it
+    backend = StoreBackend(store, minilm, "minilm:384")
+    hits, _ = backend.search("password passphrase", "alice", 5)
+    assert hits[0].text == FACT
+    assert len(backend._cache) == 1
+    backend.search("another question", "alice", 5)
+    assert len(backend._cache) == 1
+
+
+def test_store_backend_needs_a_base_store(minilm: Any) -> None:
+    with pytest.raises(TypeError, match="BaseStore"):
+        StoreBackend({}, minilm, "x")  # type: ignore[arg-type]

@@ -1,0 +1,364 @@
+"""Memory inside the graph: recall, injection, storage decisions, background writes, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import SystemMessage
+from langgraph.store.memory import InMemoryStore
+
+from retrievalagent.memory import BackgroundWrites
+from retrievalagent.models._prompts import SEARCH_HINTS_PREFIX
+from tests.fakes import ScriptedChatModel
+from tests.test_memory_helpers import mem0_config, trace_events
+
+FACT = '"password" is called "passphrase" in these documents'
+QUESTION = "Which environment variable can hold the encryption password?"
+OTHER = "What is the minimum glibc version required on Linux?"
+
+
+def grade(store: bool, confidence: float = 0.92, fact: str = FACT) -> dict[str, Any]:
+    return {
+        "sufficient": True,
+        "confidence": 0.9,
+        "memory_worth_storing": store,
+        "memory_confidence": confidence,
+        "memory_fact": fact if store else "",
+    }
+
+
+class SlowStore(InMemoryStore):
+    """A real InMemoryStore whose writes take ``delay`` s, or fail, and whose reads can too."""
+
+    def __init__(self, *args: Any, delay: float = 0.0, put_error: Exception | None = None,
+                 search_error: Exception | None = None, search_delay: float = 0.0,
+                 **kwargs: Any) -> None:  # fmt: skip
+        super().__init__(*args, **kwargs)
+        self.delay, self.put_error = delay, put_error
+        self.search_error, self.search_delay = search_error, search_delay
+        self.puts = 0
+
+    def put(self, *args: Any, **kwargs: Any) -> None:
+        time.sleep(self.delay)
+        if self.put_error is not None:
+            raise self.put_error
+        super().put(*args, **kwargs)
+        self.puts += 1
+
+    async def aput(self, *args: Any, **kwargs: Any) -> None:
+        await asyncio.sleep(self.delay)
+        if self.put_error is not None:
+            raise self.put_error
+        await super().aput(*args, **kwargs)
+        self.puts += 1
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(self.search_delay)
+        if self.search_error is not None:
+            raise self.search_error
+        return super().search(*args, **kwargs)
+
+    async def asearch(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(self.search_delay)
+        if self.search_error is not None:
+            raise self.search_error
+        return await super().asearch(*args, **kwargs)
+
+
+@pytest.fixture
+def docs_agent(make_agent: Callable[..., Any], sample_docs: Path) -> Callable[..., Any]:
+    """An agent over the sample docs (vectors are memoised across the session)."""
+
+    def build(**kwargs: Any) -> Any:
+        agent = make_agent("memory", **kwargs)
+        agent.add_documents(sample_docs, progress=False)
+        return agent
+
+    return build
+
+
+def teach(agent: Any, user: str, fact: str = FACT, question: str = QUESTION) -> None:
+    """Store a memory through the agent's own backend, as write_memory does."""
+    from retrievalagent.memory import MemoryRecord
+
+    agent.memory.add(MemoryRecord(fact=fact, question=question, answer="", user_id=user))
+
+
+# -- trace shapes (DESIGN.md section 3) -------------------------------------------------------
+def test_read_memory_fired_shape_and_state(docs_agent: Callable[..., Any]) -> None:
+    rag = docs_agent(memory_store=InMemoryStore())
+    teach(rag, "alice")
+    teach(rag, "alice", '"kill" is called "terminate" in these documents', "How do I kill it?")
+    state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    (event,) = trace_events(state, "read_memory")
+    assert event["memories"] == f"- {FACT}"
+    assert event["n_kept"] == 1 and event["n_scanned"] == 2 and event["threshold"] == 0.7
+    assert state.memory_context == f"- {FACT}"
+    assert state.memories[0]["text"] == FACT
+
+
+def test_read_memory_below_threshold_shape(docs_agent: Callable[..., Any]) -> None:
+    rag = docs_agent(memory_store=InMemoryStore())
+    teach(rag, "alice")
+    state = rag.invoke(OTHER, config={"configurable": {"user_id": "alice"}})
+    (event,) = trace_events(state, "read_memory")
+    assert event["skipped"] == "below_threshold" and event["threshold"] == 0.7
+    assert event["n_scanned"] == 1 and 0.0 < event["best_score"] < 0.7
+    assert state.memory_context == ""
+    assert "memory_terms" not in trace_events(state, "lexical_search")[0]
+
+
+def test_final_grade_store_and_write_memory_scheduled(docs_agent: Callable[..., Any]) -> None:
+    model = ScriptedChatModel(grades=[grade(True, 0.92)])
+    store = InMemoryStore()
+    rag = docs_agent(model=model, memory_store=store)
+    state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    (fg,) = trace_events(state, "final_grade")
+    keys = ("node", "sufficient", "confidence", "memory_should_store", "memory_confidence")
+    expected = ("final_grade", True, 0.9, True, 0.92)
+    assert tuple(fg[k] for k in keys) == expected
+    assert state.memory_fact == FACT
+    (wm,) = trace_events(state, "write_memory")
+    assert wm["scheduled"] is True and wm["fact"] == FACT and wm["mode"] == "thread"
+    assert rag.drain_background() == {"landed": 1, "failed": 0, "pending": 0}
+    (item,) = store.search(("memories", "alice"))
+    assert item.value["text"] == FACT and item.value["question"] == QUESTION
+
+
+@pytest.mark.parametrize(
+    ("graded", "reason"),
+    [(grade(False, 0.0), "not_worth_storing"), (grade(True, 0.8), "below_threshold")],
+    ids=["not-worth", "low-confidence"],
+)
+def test_final_grade_not_store(
+    docs_agent: Callable[..., Any], graded: dict[str, Any], reason: str
+) -> None:
+    rag = docs_agent(model=ScriptedChatModel(grades=[graded]), memory_store=InMemoryStore())
+    state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    (fg,) = trace_events(state, "final_grade")
+    assert fg["memory_should_store"] is False
+    assert fg["memory_confidence"] == graded["memory_confidence"]
+    assert state.memory_fact == ""
+    (wm,) = trace_events(state, "write_memory")
+    assert wm["skipped"] == reason and "scheduled" not in wm
+    assert rag.drain_background()["landed"] == 0
+
+
+def test_known_fact_is_not_stored_twice(docs_agent: Callable[..., Any]) -> None:
+    store = InMemoryStore()
+    rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), memory_store=store)
+    teach(rag, "alice")
+    state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    assert trace_events(state, "write_memory")[0]["skipped"] == "already_known"
+    assert len(store.search(("memories", "alice"))) == 1
+
+
+# -- injection ---------------------------------------------------------------------------------
+def test_memory_changes_bm25_and_prompt_but_not_the_dense_vector(
+    docs_agent: Callable[..., Any],
+) -> None:
+    model = ScriptedChatModel()
+    rag = docs_agent(model=model, memory_store=InMemoryStore())
+    teach(rag, "alice")
+    dense: list[list[float]] = []
+    sparse: list[Any] = []
+    index = rag.index
+    real_dense, real_sparse = index.dense_search, index.sparse_search
+
+    def spy_dense(vector: Any, *a: Any, **k: Any) -> Any:
+        dense.append(list(vector))
+        return real_dense(vector, *a, **k)
+
+    def spy_sparse(vector: Any, *a: Any, **k: Any) -> Any:
+        sparse.append(vector)
+        return real_sparse(vector, *a, **k)
+
+    index.dense_search, index.sparse_search = spy_dense, spy_sparse  # type: ignore[method-assign]
+    with_memory = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    without = rag.invoke(QUESTION, config={"configurable": {"user_id": "bob"}})
+    assert with_memory.memory_context and not without.memory_context
+    assert len(dense) == 2 and dense[0] == dense[1]  # exactly the same question vector
+    encoder = rag._components.searcher.encoder
+    passphrase = set(encoder.term_ids("passphrase"))
+    assert passphrase <= set(sparse[0].indices) and not passphrase & set(sparse[1].indices)
+    assert set(sparse[1].indices) < set(sparse[0].indices)  # one more group, nothing lost
+    lexical = trace_events(with_memory, "lexical_search")[0]
+    assert "passphrase" in lexical["memory_terms"].split()
+    first, second = model.prompts[0][0], model.prompts[1][0]
+    assert isinstance(first, SystemMessage)
+    assert first.content.startswith(f"{SEARCH_HINTS_PREFIX}- {FACT}\n")
+    assert not str(second.content).startswith(SEARCH_HINTS_PREFIX)
+    assert trace_events(with_memory, "generate")[0]["search_hints"] is True
+
+
+# -- background writes --------------------------------------------------------------------------
+def test_invoke_returns_before_a_slow_write_lands(docs_agent: Callable[..., Any]) -> None:
+    store = SlowStore(delay=0.5)
+    rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), memory_store=store)
+    rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    assert rag.background.counts()["pending"] == 1 and store.puts == 0
+    assert rag.drain_background(timeout=10) == {"landed": 1, "failed": 0, "pending": 0}
+    assert store.puts == 1
+
+
+async def test_ainvoke_schedules_a_task_for_async_mem0(
+    docs_agent: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> None:
+    from mem0 import AsyncMemory
+
+    mem = AsyncMemory.from_config(mem0_config(tmp_path / "am0", minilm))
+    rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), mem0_memory=mem)
+    state = await rag.ainvoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    assert trace_events(state, "write_memory")[0]["mode"] == "task"
+    report = await rag.adrain_background(timeout=30)
+    assert report == {"landed": 1, "failed": 0, "pending": 0}
+    again = await rag.ainvoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    assert FACT in again.memory_context
+
+
+async def test_ainvoke_runs_a_sync_store_write_on_a_thread(
+    docs_agent: Callable[..., Any],
+) -> None:
+    store = SlowStore(delay=0.3)
+    rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), memory_store=store)
+    state = await rag.ainvoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    assert trace_events(state, "write_memory")[0]["mode"] == "thread"
+    assert (await rag.adrain_background(timeout=10))["landed"] == 1
+
+
+def test_pending_writes_are_bounded() -> None:
+    writes = BackgroundWrites(max_pending=2, timeout=10)
+    release = threading.Event()
+    for _ in range(2):
+        assert writes.submit_thread(release.wait) < 50  # free slots: no wait
+    threading.Timer(0.3, release.set).start()
+    waited = writes.submit_thread(lambda: None)  # third: waits until a slot frees up
+    assert waited >= 200
+    assert writes.drain(timeout=5) == {"landed": 3, "failed": 0, "pending": 0}
+    writes.close()
+
+
+def test_drain_with_timeout_reports_pending() -> None:
+    writes = BackgroundWrites(timeout=10)
+    release = threading.Event()
+    writes.submit_thread(release.wait)
+    assert writes.drain(timeout=0.05) == {"landed": 0, "failed": 0, "pending": 1}
+    release.set()
+    assert writes.drain(timeout=5) == {"landed": 1, "failed": 0, "pending": 0}
+    writes.close()
+
+
+def test_hung_write_times_out_as_failed() -> None:
+    writes = BackgroundWrites(timeout=0.2)
+    release = threading.Event()
+    writes.submit_thread(release.wait, "hung")
+    report = writes.drain(timeout=5)
+    release.set()
+    assert report == {"landed": 0, "failed": 1, "pending": 0}
+    assert writes.errors[0].startswith("TimeoutError")
+    writes.close()
+
+
+# -- failures never fail the answer ---------------------------------------------------------------
+def test_write_error_is_counted_logged_and_traced(
+    docs_agent: Callable[..., Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    trace_file = tmp_path / "trace.jsonl"
+    store = SlowStore(put_error=ConnectionError("store is down"))
+    rag = docs_agent(
+        model=ScriptedChatModel(grades=[grade(True)]), memory_store=store, trace_file=trace_file
+    )
+    state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    assert state.answer
+    assert rag.drain_background(timeout=10) == {"landed": 0, "failed": 1, "pending": 0}
+    assert "store is down" in caplog.text
+    lines = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    late = [e for rec in lines for e in rec["trace"] if e.get("node") == "write_memory"]
+    assert late[-1]["error_type"] == "ConnectionError" and late[-1]["fact"] == FACT
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_read_error_and_timeout_are_traced(docs_agent: Callable[..., Any], mode: str) -> None:
+    broken = SlowStore(search_error=RuntimeError("index corrupt"))
+    slow = SlowStore(search_delay=1.5)
+    for store, error_type in ((broken, "RuntimeError"), (slow, "timeout")):
+        rag = docs_agent(memory_store=store, memory_timeout=0.3)
+        config = {"configurable": {"user_id": "alice"}}
+        state = (
+            rag.invoke(QUESTION, config=config)
+            if mode == "sync"
+            else await rag.ainvoke(QUESTION, config=config)
+        )
+        (event,) = trace_events(state, "read_memory")
+        assert event["error_type"] == error_type and event["error"]
+        assert event["skipped"] == "error"
+        assert state.answer and state.sources  # the answer did not fail
+        assert state.memory_context == ""
+
+
+# -- users ---------------------------------------------------------------------------------------------
+USERS = {
+    "alice": ('"password" is called "passphrase" in these documents', QUESTION),
+    "bob": ('"passwd" is called "passphrase" in these documents', QUESTION),
+}
+
+
+def _check_isolation(states: dict[str, Any]) -> None:
+    for user, state in states.items():
+        mine, _ = USERS[user]
+        others = [fact for u, (fact, _) in USERS.items() if u != user]
+        assert mine in state.memory_context
+        assert not any(fact in state.memory_context for fact in others)
+        assert all(m["text"] == mine for m in state.memories)
+
+
+async def test_concurrent_ainvoke_never_mixes_users(docs_agent: Callable[..., Any]) -> None:
+    # storage threshold 1.0: these runs only read (the offline grader may learn otherwise)
+    rag = docs_agent(memory_store=InMemoryStore(), memory_storage_threshold=1.0)
+    for user, (fact, question) in USERS.items():
+        teach(rag, user, fact, question)
+    users = list(USERS) * 3
+    states = await asyncio.gather(
+        *(rag.ainvoke(QUESTION, config={"configurable": {"user_id": u}}) for u in users)
+    )
+    for user, state in zip(users, states, strict=True):
+        _check_isolation({user: state})
+    stranger = await rag.ainvoke(QUESTION, config={"configurable": {"user_id": "mallory"}})
+    assert stranger.memory_context == "" and stranger.memories == []
+
+
+def test_threads_never_mix_users(
+    docs_agent: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> None:
+    from mem0 import Memory
+
+    rag = docs_agent(
+        mem0_memory=Memory.from_config(mem0_config(tmp_path / "m0", minilm)),
+        memory_storage_threshold=1.0,
+    )
+    rag.memory.infer = False
+    for user, (fact, question) in USERS.items():
+        teach(rag, user, fact, question)
+    users = list(USERS) * 3
+    with ThreadPoolExecutor(4) as pool:
+        states = list(
+            pool.map(lambda u: rag.invoke(QUESTION, config={"configurable": {"user_id": u}}), users)
+        )
+    for user, state in zip(users, states, strict=True):
+        _check_isolation({user: state})
+
+
+def test_auth_identity_is_the_user(docs_agent: Callable[..., Any]) -> None:
+    rag = docs_agent(memory_store=InMemoryStore())
+    teach(rag, "carol")
+    config = {"configurable": {"langgraph_auth_user": {"identity": "carol"}}}
+    assert FACT in rag.invoke(QUESTION, config=config).memory_context
+    assert rag.invoke(QUESTION).memory_context == ""  # "default" has nothing
