@@ -535,8 +535,21 @@ class RetrievalAgent:
         self.index.close()
         self._exit.close()
 
+    async def aclose(self) -> None:
+        """Async :meth:`close`: awaits memory writes without blocking the loop."""
+        import asyncio
+
+        await self._components.writes.adrain(self.settings.drain_timeout)
+        await asyncio.to_thread(self.close)
+
     def __enter__(self) -> RetrievalAgent:
         return self
+
+    async def __aenter__(self) -> RetrievalAgent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -602,17 +615,18 @@ def init_agent(
         backend_url=backend_url,
         **settings,
     )
-    exit_stack = contextlib.ExitStack()
-    saver = resolve_checkpointer(checkpointer, exit_stack)
-    store = resolve_store(memory_store, exit_stack)
     chat_model = resolve_model(model if isinstance(model, BaseChatModel) else cfg.model)
     base_embeddings = resolve_embeddings(
         embeddings if isinstance(embeddings, Embeddings) else cfg.embeddings,
         batch_size=cfg.embed_batch_size,
     )
     embedder = QueryEmbedder(base_embeddings)
-    index = _make_index(cfg, collection, qdrant_client)
+    exit_stack = contextlib.ExitStack()
+    index: VectorIndex | None = None
     try:
+        saver = resolve_checkpointer(checkpointer, exit_stack)
+        store = resolve_store(memory_store, exit_stack)
+        index = _make_index(cfg, collection, qdrant_client)
         dimension = getattr(base_embeddings, "dimension", None) or len(embedder.embed("dimension"))
         index.ensure(int(dimension))
         encoder = LexicalEncoder()
@@ -628,9 +642,11 @@ def init_agent(
         if mem0_memory is not None:
             backend_impl = Mem0Backend(mem0_memory)
         elif memory:
-            backend_impl = embedded_mem0(
+            embedded = embedded_mem0(
                 Path(cfg.data_dir), collection, chat_model, embedder, int(dimension)
             )
+            exit_stack.callback(embedded.close)  # the last agent using it closes it
+            backend_impl = embedded
         elif store is not None:
             name = getattr(base_embeddings, "model_name", None) or type(base_embeddings).__name__
             backend_impl = StoreBackend(
@@ -658,7 +674,8 @@ def init_agent(
             nodes, checkpointer=saver, store=store, name=f"retrievalagent:{collection}"
         )
     except BaseException:
-        index.close()
+        if index is not None:
+            index.close()
         exit_stack.close()
         raise
     return RetrievalAgent(

@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -143,6 +144,7 @@ def bench_checkpointers(url: str, turns: int, warmup: int, seed: int) -> dict[st
         single.setup()
         opened.append(single)
         pooled = postgres_checkpointer(schema.url)
+        opened.append(pooled.conn)  # the pool
         sqlite = SqliteSaver.from_conn_string(str(tmp / "checkpoints.db"))
         opened.append(sqlite)
         savers = {
@@ -214,6 +216,7 @@ def bench_checkpointers(url: str, turns: int, warmup: int, seed: int) -> dict[st
         for conn in opened:
             conn.close()
         schema.drop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- part 2: the client-side store scan ------------------------------------------------------------

@@ -43,7 +43,6 @@ __all__ = ["Components", "Nodes"]
 
 logger = logging.getLogger("retrievalagent")
 T = TypeVar("T")
-TITLE_CHARS = 50
 
 
 def _ms(start: float) -> float:
@@ -292,13 +291,10 @@ class Nodes:
         searcher = self.c.searcher
         dense = [Hit(h["id"], h["score"]) for h in state.get("dense_hits") or []]
         lexical = [Hit(h["id"], h["score"]) for h in state.get("lexical_hits") or []]
-        fused = searcher.fuse(dense, lexical, self.s.top_k)
-        payloads = searcher.index.retrieve([h.id for h in fused])
-        sources = []
-        for hit in fused:
-            if hit.id in payloads:  # deleted between search and fusion: skip it
-                hit.payload = payloads[hit.id]
-                sources.append(to_source(hit))
+        memory_terms = searcher.encoder.memory_terms(state.get("memory_context") or "")
+        fused = searcher.fuse(dense, lexical, self.s.top_k, state["query"], memory_terms)
+        # Payloads of the winners only; a passage deleted since the search is left out.
+        sources = [to_source(hit) for hit in searcher.with_payloads(fused)]
         event = {
             "node": "fuse",
             "method": searcher.fuser.name,

@@ -66,6 +66,11 @@ MEMORY_META_WORDS = frozenset(
         "use",
         "uses",
         "used",
+        "document",
+        "documents",
+        "docs",
+        "these",
+        "asked",
     ]
 )
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)

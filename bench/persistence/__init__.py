@@ -1,0 +1,1 @@
+"""Persistence benchmarks (see bench_checkpointers.py)."""
