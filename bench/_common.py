@@ -14,6 +14,7 @@ import logging
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -202,11 +203,13 @@ class CachedEmbeddings(Embeddings):
     dimension = 384
     model_name = "all-MiniLM-L6-v2-int8-onnx"
 
-    def __init__(self, folder: Path = VECTORS / "minilm-int8", shard_rows: int = 2048) -> None:
+    def __init__(self, max_tokens: int = 256, shard_rows: int = 2048) -> None:
         from retrievalagent.embeddings import MiniLMEmbeddings
 
-        self.model = MiniLMEmbeddings()
-        self.folder = folder
+        self.model = MiniLMEmbeddings(max_tokens=max_tokens)
+        self.max_tokens = max_tokens
+        name = "minilm-int8" if max_tokens == 256 else f"minilm-int8-t{max_tokens}"
+        self.folder = VECTORS / name
         self.shard_rows = shard_rows
         self._rows: dict[str, tuple[int, int]] = {}
         self._shards: list[np.ndarray] = []
@@ -285,17 +288,21 @@ def passage_document(passage: dict[str, Any]) -> Document:
     return Document(page_content=body, metadata={"source": passage["id"]})
 
 
-def passage_chunks(passages: Sequence[dict[str, Any]], chunk_size: int = BENCH_CHUNK_SIZE) -> list:
-    """The chunks the ingestion pipeline makes of ``passages`` (for embedding them ahead)."""
+def passage_chunk_lists(
+    passages: Sequence[dict[str, Any]], chunk_size: int = BENCH_CHUNK_SIZE
+) -> list[list[Any]]:
+    """The chunks the ingestion pipeline makes of each passage (to embed them ahead)."""
     from retrievalagent.config import Settings
     from retrievalagent.ingest import expand_inputs
     from retrievalagent.ingest._chunking import chunk_sections
 
     overlap = Settings.load(env={}).chunk_overlap
-    chunks = []
-    for doc in expand_inputs([passage_document(p) for p in passages]):
-        chunks.extend(chunk_sections(doc.sections(), chunk_size, overlap))
-    return chunks
+    docs = expand_inputs([passage_document(p) for p in passages])
+    return [chunk_sections(doc.sections(), chunk_size, overlap) for doc in docs]
+
+
+def passage_chunks(passages: Sequence[dict[str, Any]], chunk_size: int = BENCH_CHUNK_SIZE) -> list:
+    return [c for chunks in passage_chunk_lists(passages, chunk_size) for c in chunks]
 
 
 def open_agent(collection: str, *, embeddings: Embeddings | None = None, **kwargs: Any) -> Any:
@@ -318,11 +325,16 @@ def build_collection(
     A marker file records a finished build, so a second call only opens the index.
     """
     marker = AGENTS / collection / "built.json"
-    digest = hashlib.sha1("\n".join(p["id"] for p in passages).encode()).hexdigest()
+    digest = hashlib.sha1(
+        "\n".join(p["id"] + "\x00" + p["text"] for p in passages).encode()
+    ).hexdigest()
     if marker.exists():
         info = json.loads(marker.read_text())
         if info.get("digest") == digest:
             return info
+    if (AGENTS / collection).exists():  # the dataset changed: start over (vectors are cached)
+        log.info("%s: the passages changed, rebuilding the index", collection)
+        shutil.rmtree(AGENTS / collection)
     started = time.perf_counter()
     agent = open_agent(collection, embeddings=embeddings)
     try:

@@ -128,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                 "ours_default": ours(agent, queries),
                 "langchain_ensemble": evaluate(ensemble, queries),
                 "langchain_bm25_only": evaluate(bm25, queries),
-                "langchain_vector_only": evaluate(store.as_retriever(search_kwargs={"k": K}), queries),
+                "langchain_vector_only": evaluate(
+                    store.as_retriever(search_kwargs={"k": K}), queries
+                ),
             }
         finally:
             agent.close()

@@ -50,8 +50,8 @@ def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, A
     """Measure one size in this process (run by the parent in a fresh interpreter)."""
     import qdrant_edge as qe
 
-    from bench._fakes import InstantChatModel
     from bench._common import open_agent
+    from bench._fakes import InstantChatModel
     from retrievalagent.retrieval._index import DENSE, SPARSE
 
     started = time.perf_counter()
@@ -80,7 +80,12 @@ def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, A
         )
 
     samples: dict[str, list[float]] = {s: [] for s in STEPS}
-    parts: dict[str, list[float]] = {"dense_ms": [], "lexical_ms": [], "fuse_ms": [], "embed_ms": []}
+    parts: dict[str, list[float]] = {
+        "dense_ms": [],
+        "lexical_ms": [],
+        "fuse_ms": [],
+        "embed_ms": [],
+    }
     no_embed: list[float] = []
     per_query_ratio: list[float] = []
     cache = searcher.embedder._cache

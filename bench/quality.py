@@ -50,6 +50,7 @@ MAX_FETCH = 100
 FETCH_KS = (20, 30, 50, 100)
 WEIGHTS = tuple(round(w, 2) for w in np.arange(0.1, 0.91, 0.05))
 K = 10
+TIE = 0.005  # worst-ratio difference under which two settings count as equally good
 
 
 @dataclass
@@ -60,6 +61,7 @@ class QueryLists:
     dense: list[Hit]
     lexical: list[Hit]
     split: str
+    coverage: float = 1.0
 
 
 def split_of(query_id: str) -> str:
@@ -92,9 +94,18 @@ def collect(name: str, embeddings: CachedEmbeddings) -> list[QueryLists]:
             vector = searcher.embedder.embed(q["query"])
             dense = searcher.dense_hits(vector, limit=MAX_FETCH)
             lexical = searcher.lexical_hits(q["query"], limit=MAX_FETCH)
+            pids = searcher.index.retrieve(list({h.id for h in dense + lexical}))
+            for h in dense + lexical:
+                h.payload = {"source": pids[h.id]["source"]}
             out.append(
                 QueryLists(
-                    q["id"], q["query"], list(q["relevant"]), dense, lexical, split_of(q["id"])
+                    q["id"],
+                    q["query"],
+                    list(q["relevant"]),
+                    dense,
+                    lexical,
+                    split_of(q["id"]),
+                    searcher.coverage(q["query"]),
                 )
             )
     finally:
@@ -102,8 +113,9 @@ def collect(name: str, embeddings: CachedEmbeddings) -> list[QueryLists]:
     return out
 
 
-# A "method" maps the two candidate lists of one query to a ranked list of passage ids.
-Method = Callable[[Sequence[Hit], Sequence[Hit]], list[str]]
+# A "method" maps the two candidate lists of one query (and the share of its BM25 terms
+# found in the corpus) to a ranked list of passage ids.
+Method = Callable[[Sequence[Hit], Sequence[Hit], float], list[str]]
 
 
 def _pids(hits: Sequence[Any]) -> list[str]:
@@ -112,19 +124,19 @@ def _pids(hits: Sequence[Any]) -> list[str]:
 
 def single(which: str, fetch_k: int) -> Method:
     if which == "dense":
-        return lambda d, lx: _pids(d[:fetch_k])
-    return lambda d, lx: _pids(lx[:fetch_k])
+        return lambda d, lx, c: _pids(d[:fetch_k])
+    return lambda d, lx, c: _pids(lx[:fetch_k])
 
 
 def fused(method: str, fetch_k: int, **params: Any) -> Method:
     fuser = make_fuser(method, **params)
-    return lambda d, lx: _pids(fuser(d[:fetch_k], lx[:fetch_k]))
+    return lambda d, lx, c: _pids(fuser(d[:fetch_k], lx[:fetch_k], c))
 
 
 def score(lists: Sequence[QueryLists], method: Method) -> dict[str, float]:
     nd, rc = [], []
     for q in lists:
-        n, r = ndcg_recall(method(q.dense, q.lexical), q.relevant, K)
+        n, r = ndcg_recall(method(q.dense, q.lexical, q.coverage), q.relevant, K)
         nd.append(n)
         rc.append(r)
     return {"ndcg@10": round(float(np.mean(nd)), 4), "recall@10": round(float(np.mean(rc)), 4)}
@@ -171,9 +183,14 @@ def objective(per_set: dict[str, dict[str, float]], best_single: dict[str, float
 
 def tune(
     data: dict[str, list[QueryLists]], on: dict[str, str], cands: list[Candidate]
-) -> dict[str, Candidate]:
-    """The best candidate of each family, scored on the ``on`` split of each set."""
-    best: dict[str, tuple[tuple, Candidate]] = {}
+) -> tuple[dict[str, Candidate], dict[str, list[dict[str, Any]]]]:
+    """The best candidate of each family, scored on the ``on`` split of each set.
+
+    Within a family, any setting whose worst ratio is within ``TIE`` of the best counts as
+    a tie, and the smallest ``fetch_k`` among the ties wins (fewer candidates = less work
+    per query), then the best objective. Also returns, per family and ``fetch_k``, its best
+    weight and score (the landscape shown in the docs).
+    """
     singles = {
         s: max(
             score(part(data[s], on[s]), single("dense", MAX_FETCH))["ndcg@10"],
@@ -181,13 +198,50 @@ def tune(
         )
         for s in on
     }
+    scored: dict[str, list[tuple[tuple, Candidate, dict[str, float]]]] = {}
     for cand in cands:
         method = cand.build()
         per_set = {s: score(part(data[s], on[s]), method) for s in on}
-        key = objective(per_set, singles)
-        if cand.family not in best or key > best[cand.family][0]:
-            best[cand.family] = (key, cand)
-    return {fam: c for fam, (_, c) in best.items()}
+        scored.setdefault(cand.family, []).append(
+            (objective(per_set, singles), cand, {s: v["ndcg@10"] for s, v in per_set.items()})
+        )
+    chosen: dict[str, Candidate] = {}
+    landscape: dict[str, list[dict[str, Any]]] = {}
+    for family, rows in scored.items():
+        top = max(key for key, _, _ in rows)
+        ties = [r for r in rows if r[0][0] >= top[0] - TIE]
+        chosen[family] = min(ties, key=lambda r: (r[1].fetch_k, tuple(-x for x in r[0])))[1]
+        for fk in sorted({c.fetch_k for _, c, _ in rows}):
+            key, cand, per = max((r for r in rows if r[1].fetch_k == fk), key=lambda r: r[0])
+            landscape.setdefault(family, []).append(
+                {
+                    "fetch_k": fk,
+                    "params": dict(cand.params),
+                    "worst_ratio": key[0],
+                    "mean_ndcg@10": round(key[1], 4),
+                    "ndcg@10": per,
+                }
+            )
+    return chosen, landscape
+
+
+# Per-query work beyond the two searches: the adaptive fusion asks the engine which query
+# terms occur in the corpus; the others need nothing more.
+EXTRA_COST = {"rrf": 0, "weighted_rrf": 0, "convex": 0, "adaptive": 1}
+
+
+def recommend(
+    chosen: dict[str, Candidate], landscape: dict[str, list[dict[str, Any]]]
+) -> Candidate:
+    """The method to ship: the best dev worst-ratio, ties (within ``TIE``) to the cheaper."""
+    ratio = {
+        fam: max(row["worst_ratio"] for row in landscape[fam] if row["fetch_k"] == cand.fetch_k)
+        for fam, cand in chosen.items()
+    }
+    top = max(ratio.values())
+    ties = [fam for fam in chosen if ratio[fam] >= top - TIE]
+    best = min(ties, key=lambda f: (EXTRA_COST.get(f, 1), chosen[f].fetch_k, -ratio[f]))
+    return chosen[best]
 
 
 def end_to_end(name: str, lists: Sequence[QueryLists], embeddings: CachedEmbeddings) -> dict:
@@ -226,13 +280,12 @@ def main(argv: list[str] | None = None) -> int:
     cands = candidates()
 
     # 1. tuned on the dev halves of every set, reported on the test halves
-    chosen = tune(data, {s: "dev" for s in sets}, cands)
-    shipped = Candidate(
-        "default",
-        defaults.fusion,
-        defaults.fetch_k,
-        (("rrf_k", defaults.rrf_k), ("dense_weight", defaults.dense_weight)),
-    )
+    chosen, landscape = tune(data, {s: "dev" for s in sets}, cands)
+    used = {
+        "rrf": (("rrf_k", defaults.rrf_k),),
+        "weighted_rrf": (("rrf_k", defaults.rrf_k), ("dense_weight", defaults.dense_weight)),
+    }.get(defaults.fusion, (("dense_weight", defaults.dense_weight),))
+    shipped = Candidate("default", defaults.fusion, defaults.fetch_k, used)
     rows: dict[str, dict[str, Any]] = {}
     for s in sets:
         rows[s] = {"queries": {sp: len(part(data[s], sp)) for sp in ("dev", "test", "all")}}
@@ -247,20 +300,20 @@ def main(argv: list[str] | None = None) -> int:
                 res[f"{fam}*"] = score(lists, cand.build())
             res["default"] = score(lists, shipped.build())
             rows[s][split] = res
-    tuned = {fam: {"setting": c.label(), "params": dict(c.params), "fetch_k": c.fetch_k}
-             for fam, c in chosen.items()}
+    tuned = {
+        fam: {"setting": c.label(), "params": dict(c.params), "fetch_k": c.fetch_k}
+        for fam, c in chosen.items()
+    }
 
     # 2. tuned on one set alone, scored on every other set (all queries)
     cross: dict[str, dict[str, Any]] = {}
     if len(sets) > 1:
         for src in sets:
-            picks = tune(data, {src: "all"}, cands)
+            picks, _ = tune(data, {src: "all"}, cands)
             cross[src] = {
                 fam: {
                     "setting": c.label(),
-                    "scores": {
-                        s: score(data[s], c.build())["ndcg@10"] for s in sets if s != src
-                    },
+                    "scores": {s: score(data[s], c.build())["ndcg@10"] for s in sets if s != src},
                 }
                 for fam, c in picks.items()
             }
@@ -275,12 +328,16 @@ def main(argv: list[str] | None = None) -> int:
             "default": test["default"]["ndcg@10"],
             "ratio": round(test["default"]["ndcg@10"] / best_single, 4),
         }
+    recommended = recommend(chosen, landscape)
     write_result(
         "quality",
         {
             "protocol": {
                 "split": "sha1(query id) parity: dev / test halves of each set",
-                "tuned_on": "dev halves of all sets; objective = worst hybrid/best-single ratio",
+                "tuned_on": (
+                    "dev halves of all sets; objective = worst hybrid/best-single ratio, "
+                    f"ties within {TIE} go to the smaller fetch_k"
+                ),
                 "reported_on": "test halves",
                 "k": K,
                 "candidates_per_list_max": MAX_FETCH,
@@ -288,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
                 "fetch_k_grid": list(FETCH_KS),
             },
             "shipped_default": shipped.label(),
+            "recommended_on_dev": recommended.label(),
+            "shipped_is_recommended": recommended.label() == shipped.label(),
             "tuned": tuned,
+            "dev_landscape": landscape,
             "sets": rows,
             "cross_set": cross,
             "end_to_end_default": e2e,
@@ -303,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  end-to-end default: {e2e[s]}")
     for fam, t in tuned.items():
         print(f"tuned {fam}: {t['setting']}")
+    print(f"recommended on dev: {recommended.label()}; shipped: {shipped.label()}")
     return 0
 
 

@@ -17,6 +17,7 @@ from retrievalagent.config import Settings
 from retrievalagent.errors import (
     ConfigError,
     IngestError,
+    ModelError,
     RetrievalAgentError,
     VectorIndexError,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "Grade",
     "IngestError",
     "IngestReport",
+    "ModelError",
     "RetrievalAgent",
     "RetrievalAgentError",
     "Settings",

@@ -19,8 +19,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Overwrite
 
+from retrievalagent._inputs import check_id, clean_question, redact_url
 from retrievalagent.config import Settings
-from retrievalagent.embeddings import resolve_embeddings
+from retrievalagent.embeddings import MiniLMEmbeddings, resolve_embeddings
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
 from retrievalagent.ingest import Ingestor, IngestReport, expand_inputs, source_key
@@ -39,6 +40,7 @@ from retrievalagent.models import (
     LLMAnswerer,
     LLMGrader,
     LLMRewriter,
+    RetryPolicy,
     resolve_model,
 )
 from retrievalagent.persistence import (
@@ -88,8 +90,8 @@ def _make_index(settings: Settings, collection: str, qdrant_client: Any) -> Vect
     if url.startswith(("http://", "https://")):
         return ServerIndex.from_url(url, collection, api_key=settings.qdrant_api_key)
     raise ConfigError(
-        f"backend_url={url!r} is invalid: expected None (embedded index on disk), ':memory:' "
-        "(throwaway index) or an http(s):// URL of a Qdrant server"
+        f"backend_url={redact_url(url)!r} is invalid: expected None (embedded index on disk), "
+        "':memory:' (throwaway index) or an http(s):// URL of a Qdrant server"
     )
 
 
@@ -275,16 +277,20 @@ class RetrievalAgent:
             payload = dict(question)
             payload.setdefault("filter", dict(filter) if filter else None)
             return payload
-        if not isinstance(question, str) or not question.strip():
-            raise ConfigError("question must be a non-empty string")
+        question = clean_question(question, self.settings.max_question_chars)
         if filter is not None:
             self._components.searcher.conditions(filter)  # validate now, with a clear error
-        return {"question": question.strip(), "filter": dict(filter) if filter else None}
+        return {"question": question, "filter": dict(filter) if filter else None}
 
     def _config(self, config: RunnableConfig | None, graph: CompiledStateGraph) -> RunnableConfig:
         config = dict(config or {})  # type: ignore[assignment]
         configurable = dict(config.get("configurable") or {})
-        if graph.checkpointer is not None and not configurable.get("thread_id"):
+        if configurable.get("thread_id") is not None:
+            thread_id = check_id(configurable["thread_id"], "thread_id")
+            if not thread_id.strip():
+                raise ConfigError("thread_id must not be empty or only whitespace")
+            configurable["thread_id"] = thread_id  # a string: LangGraph mishandles 0
+        if graph.checkpointer is not None and configurable.get("thread_id") is None:
             raise ConfigError(
                 "this agent has a checkpointer, so each call needs a thread id: "
                 "config={'configurable': {'thread_id': '...'}}"
@@ -416,10 +422,9 @@ class RetrievalAgent:
         return self._stateless
 
     def _chat_input(self, question: str, history: Sequence[Any] | None) -> dict[str, Any]:
-        if not isinstance(question, str) or not question.strip():
-            raise ConfigError("question must be a non-empty string")
+        question = clean_question(question, self.settings.max_question_chars)
         return {
-            "messages": [*_as_messages(history), HumanMessage(question.strip())],
+            "messages": [*_as_messages(history), HumanMessage(question)],
             "filter": None,
         }
 
@@ -620,6 +625,8 @@ def init_agent(
         embeddings if isinstance(embeddings, Embeddings) else cfg.embeddings,
         batch_size=cfg.embed_batch_size,
     )
+    if isinstance(base_embeddings, MiniLMEmbeddings):
+        base_embeddings.preload()  # loads while the index opens: a faster first question
     embedder = QueryEmbedder(base_embeddings)
     exit_stack = contextlib.ExitStack()
     index: VectorIndex | None = None
@@ -638,6 +645,7 @@ def init_agent(
             cfg.fetch_k,
         )
         evidence = EvidenceGrader(encoder, index, embedder, cfg.min_confidence)
+        retry = RetryPolicy(retries=cfg.model_retries, backoff=cfg.model_backoff)
         backend_impl: MemoryBackend | None = None
         if mem0_memory is not None:
             backend_impl = Mem0Backend(mem0_memory)
@@ -655,12 +663,12 @@ def init_agent(
         components = Components(
             settings=cfg,
             searcher=searcher,
-            answerer=LLMAnswerer(chat_model)
+            answerer=LLMAnswerer(chat_model, retry)
             if chat_model
             else ExtractiveAnswerer(encoder, embedder),
-            grader=LLMGrader(chat_model) if chat_model else evidence,
+            grader=LLMGrader(chat_model, retry) if chat_model else evidence,
             fallback_grader=evidence,
-            rewriter=LLMRewriter(chat_model) if chat_model else FeedbackRewriter(encoder),
+            rewriter=LLMRewriter(chat_model, retry) if chat_model else FeedbackRewriter(encoder),
             memory=backend_impl,
             writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),
             trace_log=TraceLog(Path(cfg.trace_file)) if cfg.trace_file else None,

@@ -7,6 +7,7 @@ come from the same declaration. Precedence: explicit argument > environment > de
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -101,7 +102,7 @@ class Settings:
     top_k: int = _knob("RAG_TOP_K", 5, "Passages given to the answer.", kind=int, low=1, high=100)
     fetch_k: int = _knob(
         "RAG_FETCH_K",
-        30,
+        50,
         "Candidates each retriever returns before fusion.",
         kind=int,
         low=1,
@@ -109,8 +110,10 @@ class Settings:
     )
     fusion: str = _knob(
         "RAG_FUSION",
-        "adaptive",
-        "How the dense and BM25 lists are fused.",
+        "convex",
+        "How the dense and BM25 lists are fused: `convex` (min-max normalised weighted sum), "
+        "`adaptive` (convex, BM25 weight lowered for queries whose words the corpus lacks), "
+        "`rrf`, `weighted_rrf`. Chosen by bench/quality.py on held-out queries.",
         kind=str,
         choices=FUSION_METHODS,
     )
@@ -140,6 +143,35 @@ class Settings:
         kind=float,
         low=0.0,
         high=1.0,
+    )
+    max_question_chars: int = _knob(
+        "RAG_MAX_QUESTION_CHARS",
+        8000,
+        "Longest question accepted (characters, after trimming); a longer one is a ValueError.",
+        kind=int,
+        low=1,
+        high=1_000_000,
+    )
+    # chat model calls
+    model_retries: int = _knob(
+        "RAG_MODEL_RETRIES",
+        3,
+        "Retries of a chat-model call (answer, grade, rewrite) after a transient error "
+        "(rate limit, timeout, connection error, 5xx); then the turn fails with ModelError. "
+        "Models built from a string get the client's own retries turned off, so this is the "
+        "only retry policy; a model instance keeps its client's retries (they multiply).",
+        kind=int,
+        low=0,
+        high=10,
+    )
+    model_backoff: float = _knob(
+        "RAG_MODEL_BACKOFF",
+        0.5,
+        "Seconds before the first model retry; doubled per retry (at most 20 s), with jitter "
+        "(each wait is 50-100% of that), or the server's Retry-After when it is longer.",
+        kind=float,
+        low=0.0,
+        high=60.0,
     )
     # ingestion
     chunk_size: int = _knob(
@@ -333,25 +365,41 @@ def _parse(env_name: str, raw: str, meta: Mapping[str, Any]) -> Any:
         if kind is Path:
             return Path(raw).expanduser()
         return raw
-    except ValueError:
+    except (ValueError, RuntimeError):  # RuntimeError: "~user" of an unknown user
         raise ConfigError(
-            f"environment variable {env_name}={raw!r} is invalid: expected {_describe(meta)}"
+            f"environment variable {env_name}={_shown(raw, meta)} is invalid: "
+            f"expected {_describe(meta)}"
         ) from None
+
+
+def _shown(value: Any, meta: Mapping[str, Any]) -> str:
+    """A value as an error message shows it: secrets masked, long values cut."""
+    shown = "'***'" if meta["secret"] else repr(value)
+    if len(shown) > 80:  # a 1 MB value must not make a 1 MB message
+        shown = f"{shown[:60]}... ({len(shown)} characters)"
+    return shown
 
 
 def _check(name: str, value: Any, meta: Mapping[str, Any], source: str) -> Any:
     kind: Callable[..., Any] = meta["kind"]
     problem = None
     if kind is Path:
-        if not isinstance(value, str | os.PathLike):
+        # TypeError: a PathLike giving bytes; RuntimeError: "~user" of an unknown user
+        with contextlib.suppress(TypeError, RuntimeError):
+            value = Path(value).expanduser() if isinstance(value, str | os.PathLike) else value
+        if not isinstance(value, Path):
             problem = "expected a path"
-        else:
-            value = Path(value).expanduser()
+        elif "\x00" in str(value):
+            problem = "a path cannot contain NUL characters"
     elif kind is float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        try:
+            number = float(value) if isinstance(value, int | float) else math.nan
+        except OverflowError:
+            number = math.inf
+        if isinstance(value, bool) or math.isnan(number):
             problem = "expected a number"
         else:
-            value = float(value)
+            value = number
     elif kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
             problem = "expected an integer"
@@ -362,8 +410,7 @@ def _check(name: str, value: Any, meta: Mapping[str, Any], source: str) -> Any:
     if problem is None and meta["low"] is not None and not (meta["low"] <= value <= meta["high"]):
         problem = f"expected {_describe(meta)}"
     if problem:
-        label = f"{source} {name}"
-        raise ConfigError(f"{label}={value!r} is invalid: {problem}")
+        raise ConfigError(f"{source} {name}={_shown(value, meta)} is invalid: {problem}")
     return value
 
 

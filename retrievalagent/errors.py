@@ -7,6 +7,7 @@ __all__ = [
     "EmbeddingModelError",
     "IndexLockedError",
     "IngestError",
+    "ModelError",
     "RetrievalAgentError",
     "VectorIndexError",
 ]
@@ -26,6 +27,21 @@ class IngestError(RetrievalAgentError, ValueError):
 
 class EmbeddingModelError(RetrievalAgentError, RuntimeError):
     """The packaged embedding model is missing, damaged or inconsistent with an index."""
+
+
+class ModelError(RetrievalAgentError, RuntimeError):
+    """A chat-model call failed: a transient error (rate limit, timeout, connection, 5xx)
+    that outlasted the retries, or an error retrying cannot fix (bad key, bad request).
+
+    ``model`` names the model, ``role`` the call (answer, grade, rewrite), ``attempts`` how
+    many were made; the original exception is ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, model: str, role: str, attempts: int) -> None:
+        super().__init__(message)
+        self.model = model
+        self.role = role
+        self.attempts = attempts
 
 
 class VectorIndexError(RetrievalAgentError, RuntimeError):

@@ -74,12 +74,13 @@ def test_retries_are_bounded(docs_agent) -> None:
     assert len(state.messages) == 2
 
 
-def test_grader_failure_falls_back_to_evidence_and_is_traced(docs_agent) -> None:
+def test_grader_failure_grades_conservatively_and_is_traced(docs_agent) -> None:
     model = ScriptedChatModel(replies=["An answer [1]."], grades=[ValueError("bad JSON")])
     rag = docs_agent(model)
     state = rag.invoke("Which algorithm stretches the passphrase?")
     grade = next(e for e in state.trace if e["node"] == "final_grade")
-    assert grade["error_type"] == "ValueError" and grade["fallback"] == "evidence"
+    assert grade["error_type"] == "ValueError" and grade["fallback"] == "conservative"
+    assert grade["sufficient"] is False and grade["memory_should_store"] is False
     assert state.answer == "An answer [1]."
 
 

@@ -7,14 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.models._alias import stem_root
 from tests.test_memory_helpers import ALIASES, SAMPLE_QUESTIONS, trace_events
 
 # Proposed with memory_confidence >= the default storage threshold (0.85). "pruned" is
-# proposed correctly too, but below the bar (see test_pruned_is_proposed_below_the_bar).
+# proposed too, but below the bar (see test_pruned_is_proposed_below_the_bar).
 STORED = ("repository", "password", "throttle")
+# What a paraphrase question may teach: real synonyms of the corpus's words.
+SYNONYMS = {
+    '"notebook" is called "laptop" in these documents',
+    '"room" is called "space" in these documents',
+}
 
 
 @pytest.fixture
@@ -45,12 +51,12 @@ def test_offline_grader_learns_the_alias(offline: Callable[..., Any], alias: str
 
 
 def test_pruned_is_proposed_below_the_bar(offline: Callable[..., Any]) -> None:
+    """The sample docs say "expired"; the passages support "expiry" only weakly (and the
+    answer's "removes" is a different inflection), so the mapping is proposed, not stored."""
     rag = offline()
     state = rag.invoke(ALIASES["pruned"]["question"])
     grade = state.grade
-    assert grade["memory_worth_storing"] and grade["memory_fact"].startswith(
-        '"pruned" is called "exp'
-    )
+    assert grade["memory_worth_storing"] and grade["memory_fact"].startswith('"pruned" is called')
     assert 0.6 <= grade["memory_confidence"] < 0.85 and state.memory_fact == ""
 
 
@@ -63,32 +69,82 @@ def test_no_junk_is_stored_for_ordinary_questions(offline: Callable[..., Any]) -
         if case["kind"] == "lexical":  # every word is in the corpus: nothing to learn
             assert state.grade["memory_fact"] == ""
         elif state.memory_fact:  # a paraphrase may teach only a real synonym
-            assert state.memory_fact == '"notebook" is called "laptop" in these documents'
+            assert state.memory_fact in SYNONYMS
         assert "everything" not in state.grade["memory_fact"]
         assert "removes" not in state.grade["memory_fact"]
 
 
+# A corpus written for the next test: the user says "car", the documents never do. Dense
+# search ranks the vehicle passage below others that share the question's other words.
+CAR_QUESTION = "How do I reset my car alarm code?"
+CAR_PASSAGES = {
+    "vehicle-alarm": "The vehicle alarm has a four-digit code of its own. To change it, hold the "
+    "lock button on the dashboard of the vehicle for ten seconds, then type the new digits.",
+    "alarm-code": "To reset an alarm code, open the wall panel, choose Codes, and type the old "
+    "code and then the new code. Every alarm code can be reset this way.",
+    "phone-app": "The phone app shows every alarm and can reset an alarm code remotely after "
+    "you sign in with your account.",
+    "garage-alarm": "The garage alarm code is reset from the keypad next to the door. Type the "
+    "master code, then the new alarm code twice.",
+    "forgotten-code": "If you forgot the alarm code, reset it with the master code printed on "
+    "the installation card, then choose a new alarm code.",
+    "fob-battery": "After changing the battery of the key fob, press both buttons until the "
+    "light blinks. The code stored in the fob is kept.",
+    "smoke": "Change the battery of each smoke detector once a year. After changing it, press "
+    "the test button to silence the alarm.",
+    "charging": "The wall charging station charges the battery of an electric vehicle "
+    "overnight at 11 kW.",
+    "window-sensor": "Window sensors report to the home alarm. Their coin battery lasts about "
+    "two years.",
+    "doorbell": "The doorbell camera records when someone rings. Restart it by holding the "
+    "button on its back for thirty seconds.",
+    "thermostat": "The thermostat keeps the rooms at the temperature you choose, following a "
+    "weekly schedule.",
+    "water": "A leak sensor under the sink sounds an alarm when it gets wet. Dry it and press "
+    "the button.",
+}
+CAR_TITLES = {
+    "vehicle-alarm": "Vehicle alarm",
+    "alarm-code": "Resetting an alarm code",
+    "phone-app": "Phone app",
+    "garage-alarm": "Garage door alarm",
+    "forgotten-code": "Forgotten alarm code",
+    "fob-battery": "Key fob battery",
+    "smoke": "Smoke detector",
+    "charging": "Charging station",
+    "window-sensor": "Window sensors",
+    "doorbell": "Doorbell",
+    "thermostat": "Thermostat",
+    "water": "Water leak sensor",
+}
+
+
 @pytest.mark.parametrize("backend", ["store", "mem0"])
 def test_memory_improves_retrieval_without_an_llm(
-    offline: Callable[..., Any], backend: str
+    make_agent: Callable[..., Any], backend: str
 ) -> None:
     kwargs = {"memory_store": InMemoryStore()} if backend == "store" else {"memory": True}
-    rag = offline(**kwargs)
-    case = ALIASES["throttle"]
+    rag = make_agent("car", top_k=8, **kwargs)  # memory=True with no model: infer=False
+    rag.add_documents(
+        [
+            Document(f"# {CAR_TITLES[key]}\n\n{text}", metadata={"source": key})
+            for key, text in CAR_PASSAGES.items()
+        ],
+        progress=False,
+    )
     config = {"configurable": {"user_id": "ops"}}
 
-    def rank(state: Any) -> int:
-        for number, src in enumerate(state.sources):
-            if any(text in src["text"] for text in case["answer_contains"]):
-                return number
-        return 99
+    def rank(sources: list[dict[str, Any]]) -> int:
+        return [s["source"] for s in sources].index("vehicle-alarm")
 
-    first = rag.invoke(case["question"], config=config)
-    assert first.memory_context == "" and first.memory_fact
+    best = rag.index.dense_search(rag.embeddings.embed_query(CAR_QUESTION), 1)[0].id
+    assert rag.index.retrieve([best])[best]["source"] != "vehicle-alarm"  # dense alone misses
+    first = rag.invoke(CAR_QUESTION, config=config)
+    assert first.memory_context == "" and rank(first.sources) >= 2
+    assert first.memory_fact == '"car" is called "vehicle" in these documents'
     assert rag.drain_background(timeout=30) == {"landed": 1, "failed": 0, "pending": 0}
-    second = rag.invoke(case["question"], config=config)
-    lexical = trace_events(second, "lexical_search")[0]
-    assert "ceiling" in lexical["memory_terms"].split()
-    assert trace_events(second, "read_memory")[0]["n_kept"] == 1
-    assert rank(second) < rank(first)
-    assert rank(second) == 0
+    second = rag.invoke(CAR_QUESTION, config=config)
+    assert trace_events(second, "read_memory")[0].get("n_kept") == 1, second.trace
+    assert "vehicle" in trace_events(second, "lexical_search")[0]["memory_terms"].split()
+    assert rank(second.sources) == 0
+    assert trace_events(second, "write_memory")[0]["skipped"] == "already_known"

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import Mem0Backend, StoreBackend, user_id_from_config
@@ -43,9 +44,26 @@ def test_user_id_resolution() -> None:
 def test_recall_text_round_trip() -> None:
     rec = record(FACT, question="Where (exactly) is it?")
     text = recall_text(rec)
-    assert text.startswith(FACT) and "asked:" in text
+    assert text == f"Where [exactly] is it? (search hint: {FACT})"  # the question leads
     assert fact_text(text) == FACT
     assert fact_text(FACT) == FACT
+    assert fact_text(f"{FACT} (asked: Where is it?)") == FACT  # memories of earlier releases
+    assert recall_text(record(FACT)) == FACT
+
+
+def test_recall_text_is_found_by_its_question(minilm: Any) -> None:
+    """Why the question leads: a bare fact never clears the 0.7 bar against the question
+    that taught it; the recall text does, and stays far from unrelated questions."""
+    question = "Where is the repository stored by default?"
+    fact = '"repository" is called "vault" in these documents'
+    text = recall_text(record(fact, question=question))
+    vectors = minilm.embed_documents([question, fact, text, "How do I encrypt backups?"])
+
+    def cos(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    assert cos(vectors[0], vectors[1]) < 0.7 <= cos(vectors[0], vectors[2])
+    assert cos(vectors[3], vectors[2]) < 0.5
 
 
 def test_mem0_sync_stores_and_recalls_per_user(mem0_sync: Any) -> None:
@@ -126,6 +144,32 @@ async def test_store_backend_async(minilm: Any, indexed: bool) -> None:
     hits, scanned = await backend.asearch(QUESTION, "alice", 5)
     assert scanned == 1 and hits[0].text == FACT
     assert (await backend.asearch(QUESTION, "bob", 5)) == ([], 0)
+
+
+def test_store_write_reuses_the_turns_question_vector(minilm: Any) -> None:
+    """A background write must not compete with the next turn for the CPU: the vector a
+    memory is found by is the question's, already computed by the turn's dense search."""
+    from retrievalagent.retrieval import QueryEmbedder
+
+    calls: list[int] = []
+
+    class Counting(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            calls.append(len(texts))
+            return minilm.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.embed_documents([text])[0]
+
+    embedder = QueryEmbedder(Counting())
+    embedder.embed(QUESTION)  # the turn's dense search
+    backend = StoreBackend(InMemoryStore(), embedder, "minilm:384")
+    backend.add(record(FACT, "alice", QUESTION))
+    assert calls == [1]  # the write embedded nothing
+    hits, _ = backend.search(QUESTION, "alice", 5)
+    assert hits[0].text == FACT and hits[0].score > 0.99
+    backend.add(record('"a" is called "b" in these documents', "alice"))  # no question
+    assert calls == [1, 1]  # then the fact itself is embedded
 
 
 def test_store_without_index_scores_only_the_most_recent(minilm: Any) -> None:

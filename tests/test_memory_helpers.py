@@ -32,7 +32,7 @@ ALIASES = {q["alias"]: q for q in SAMPLE_QUESTIONS if q["kind"] == "alias"}
 
 # mem0 2.2 lists the new messages as "role: content" lines under "## New Messages" in the user
 # prompt of its one extraction call; the agent's assistant turn reads "Search hint for these
-# documents: <fact> (asked: <question>)".
+# documents: <question> (search hint: <fact>)" (``recall_text``).
 _HINT = re.compile(r"^assistant: Search hint for these documents: (.+)$", re.MULTILINE)
 
 

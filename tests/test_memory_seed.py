@@ -128,6 +128,19 @@ import json, os
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 from retrievalagent import init_agent
 
+# mem0's default local Qdrant folder is the fixed /tmp/qdrant, shared by every process on
+# the machine: point it at this example's temp dir, as MEM0_DIR and HOME are, so repeated
+# and concurrent test runs never see each other's memories (nor fight over its lock).
+import mem0.vector_stores.qdrant as _mem0_qdrant
+_RealQdrantClient = _mem0_qdrant.QdrantClient
+
+def _isolated_qdrant(*args, path=None, **kwargs):
+    if path == "/tmp/qdrant":
+        path = os.path.join(os.getcwd(), "mem0-default-qdrant")
+    return _RealQdrantClient(*args, path=path, **kwargs)
+
+_mem0_qdrant.QdrantClient = _isolated_qdrant
+
 def PRINT(first, second, drained, stored=None):
     keep = ("read_memory", "final_grade", "write_memory")
     out = {
@@ -224,7 +237,7 @@ def test_mem0_examples(results: dict[str, dict[str, Any]], name: str) -> None:
     assert res["drained"] == {"landed": 1, "failed": 0, "pending": 0}
     assert any(FACT in (m or "") for m in res["stored"])  # mem0 extracted it via its LLM
     read = _one(res["second"], "read_memory")
-    assert read["n_scanned"] == 1 and "threshold" in read  # recalled (scored) for alice
+    assert read["n_scanned"] == 1 and "threshold" in read, res["stored"]  # scored for alice
     second_grade = _one(res["second"], "final_grade")
     assert second_grade["memory_should_store"] is False
     assert second_grade["memory_confidence"] == 0.0

@@ -108,7 +108,14 @@ def test_store_survives_a_killed_connection(pg_schema_url: str, build: Callable[
     store = postgres_store(pg_schema_url, application_name=app)
     try:
         rag = build(memory_store=store, memory_relevance_threshold=0.2)
-        rag.memory.add(MemoryRecord("a backup copy is called a snapshot", "q", "a", "alice"))
+        rag.memory.add(
+            MemoryRecord(
+                "a backup copy is called a snapshot",
+                "How do I restore a backup copy?",
+                "a",
+                "alice",
+            )
+        )
         assert terminate(pg_schema_url, app) >= 1
         state = rag.invoke("How do I restore a backup copy?", cfg("t"))
         assert state.events("read_memory")[0]["n_kept"] == 1
@@ -121,7 +128,14 @@ async def test_async_store_helper(pg_schema_url: str, build: Callable[..., Any])
     store = await apostgres_store(pg_schema_url, application_name=app)
     try:
         rag = build(memory_store=store, memory_relevance_threshold=0.2)
-        await rag.memory.aadd(MemoryRecord("a backup copy is called a snapshot", "q", "a", "alice"))
+        await rag.memory.aadd(
+            MemoryRecord(
+                "a backup copy is called a snapshot",
+                "How do I restore a backup copy?",
+                "a",
+                "alice",
+            )
+        )
         assert terminate(pg_schema_url, app) >= 1
         state = await rag.ainvoke("How do I restore a backup copy?", cfg("t"))
         assert state.events("read_memory")[0]["n_kept"] == 1

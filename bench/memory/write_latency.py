@@ -1,39 +1,93 @@
 """Does a slow memory write slow down ``invoke``?  ``python -m bench.memory.write_latency``
 
-Two agents over the bundled sample docs (offline, packaged embedder), each with a
-LangGraph ``InMemoryStore`` whose ``put`` takes 500 ms. One stores a fact on every turn
-(its grader always proposes a new one), the other never does (storage threshold 1.0).
-Runs alternate between them; the result is the median ``invoke`` latency of each, their
-ratio (target <= 1.05), and the drain report after the last run (every write landed).
-Writes to ``bench/results/memory_write_latency.json``.
+Pairs of agents over the bundled sample docs (packaged embedder), each with a LangGraph
+``InMemoryStore`` whose ``put`` takes 500 ms. The *writer* stores a new fact on every turn
+(its grade always proposes one); the *reader* never does (storage threshold 1.0) but is
+otherwise identical. Calls alternate between the two (the order flips every run), in
+several rounds, so load from other processes hits both alike; every question is new text
+(a run number is appended), so each turn embeds its question.
+
+Variants:
+
+* ``offline``: no LLM (extractive answer, evidence grade) -- a realistic turn;
+* ``instant-llm``: a zero-latency chat model, so a turn is little more than embedding the
+  question and searching: any CPU the background write spends shows up here;
+* ``instant-llm-cpu-write``: as ``instant-llm``, but the store's ``put`` also embeds the
+  fact (what a write that computes its own vector costs, e.g. mem0 with ``infer=False``).
+
+Rounds of the variants are interleaved. Reported per variant: median ``invoke`` latency
+with and without writes and their ratio; the median of the per-run paired ratios (writer
+and reader asked the same question back to back, so both saw the same load -- the steadier
+estimate on a shared machine); per-round ratios with the load average; and the drain
+report after the last run (every write landed). Target: ratio <= 1.05 for ``offline`` and
+``instant-llm``. ``--max-load 3 --max-wait 120`` waits for a quieter machine before each
+round (bounded). Writes ``bench/results/memory_write_latency.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 
+from bench._common import RESULTS, git_revision, machine
+from bench._fakes import InstantChatModel
 from retrievalagent import init_agent
+from retrievalagent.embeddings import MiniLMEmbeddings
 from retrievalagent.types import Grade
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULT = ROOT / "bench" / "results" / "memory_write_latency.json"
+DOCS = ROOT / "retrievalagent" / "sample_docs"
 WRITE_SECONDS = 0.5
-RUNS = 30
+TARGET = 1.05
 
 
 class SlowStore(InMemoryStore):
-    def put(self, *args: Any, **kwargs: Any) -> None:
+    """A real ``InMemoryStore`` whose writes take ``WRITE_SECONDS`` (and, optionally,
+    one embedding of the stored fact)."""
+
+    def __init__(self, embed: Any = None) -> None:
+        super().__init__()
+        self.embed = embed
+
+    def put(self, namespace: Any, key: str, value: dict[str, Any], *args: Any, **kw: Any) -> None:
         time.sleep(WRITE_SECONDS)
-        super().put(*args, **kwargs)
+        if self.embed is not None:
+            self.embed.embed_documents([str(value.get("recall") or value.get("text"))])
+        super().put(namespace, key, value, *args, **kw)
+
+
+class IngestMemo(Embeddings):
+    """The real model; while ``ingesting``, document vectors are remembered, so six agents
+    indexing the same sample docs embed them once. Turns always run the model."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.dimension = inner.dimension
+        self.model_name = inner.model_name
+        self.ingesting = False
+        self._memo: dict[str, list[float]] = {}
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not self.ingesting:
+            return self.inner.embed_documents(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        if missing:
+            self._memo.update(zip(missing, self.inner.embed_documents(missing), strict=True))
+        return [self._memo[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
 
 
 class AlwaysStore:
@@ -42,66 +96,167 @@ class AlwaysStore:
     def __init__(self, inner: Any) -> None:
         self.inner, self.n = inner, 0
 
-    def grade(self, request: Any, config: Any = None) -> Grade:
+    def _with_fact(self, grade: Grade) -> Grade:
         self.n += 1
-        grade = self.inner.grade(request, config)
         return grade.model_copy(
-            update={"memory_worth_storing": True, "memory_confidence": 0.95,
-                    "memory_fact": f'"term{self.n}" is called "vault" in these documents'}
-        )  # fmt: skip
+            update={
+                "memory_worth_storing": True,
+                "memory_confidence": 0.95,
+                "memory_fact": f'"term{self.n}" is called "vault" in these documents',
+            }
+        )
+
+    def grade(self, request: Any, config: Any = None) -> Grade:
+        return self._with_fact(self.inner.grade(request, config))
 
     async def agrade(self, request: Any, config: Any = None) -> Grade:
-        return self.grade(request, config)
+        return self._with_fact(await self.inner.agrade(request, config))
 
 
-def main() -> dict[str, Any]:
-    data = Path(os.environ.get("TMPDIR", "/tmp")) / "retrievalagent-bench-latency"
-    docs = ROOT / "retrievalagent" / "sample_docs"
-    questions = [q["question"] for q in json.loads((docs / "questions.json").read_text())]
-    writer = init_agent("lat-w", backend_url=":memory:", data_dir=data, memory_store=SlowStore())
+def _pair(variant: str, embeddings: Any, data: Path) -> tuple[Any, Any]:
+    model = None if variant == "offline" else InstantChatModel()
+    cpu_write = embeddings if variant.endswith("cpu-write") else None
+    common = {"backend_url": ":memory:", "data_dir": data, "embeddings": embeddings, "model": model}
+    writer = init_agent(f"lat-w-{variant}", memory_store=SlowStore(cpu_write), **common)
     reader = init_agent(
-        "lat-r", backend_url=":memory:", data_dir=data, memory_store=SlowStore(),
-        memory_storage_threshold=1.0, embeddings=writer.embeddings,
-    )  # fmt: skip
+        f"lat-r-{variant}",
+        memory_store=SlowStore(cpu_write),
+        memory_storage_threshold=1.0,
+        **common,
+    )
     writer._components.grader = AlwaysStore(writer._components.grader)
+    embeddings.ingesting = True
     for agent in (writer, reader):
-        agent.add_documents(docs, progress=False)
-        agent.invoke(questions[0])  # warm caches
-    writer.drain_background()
-    base = writer.background.counts()["landed"]
-    with_writes, without = [], []
-    for i in range(RUNS):
-        question = questions[i % len(questions)]
-        pair = [(writer, with_writes), (reader, without)]
-        for agent, sink in pair if i % 2 == 0 else reversed(pair):
-            start = time.perf_counter()
-            agent.invoke(question, config={"configurable": {"user_id": f"u{i}"}})
-            sink.append((time.perf_counter() - start) * 1e3)
-    pending_after_runs = writer.background.counts()["pending"]
+        agent.add_documents(DOCS, progress=False)
+    embeddings.ingesting = False
+    return writer, reader
+
+
+class Variant:
+    """One writer/reader pair and its timings, run a round at a time (rounds of all
+    variants are interleaved, so a burst of load from other processes hits each alike)."""
+
+    def __init__(self, name: str, embeddings: Any, data: Path, warm_up: str) -> None:
+        self.name = name
+        self.writer, self.reader = _pair(name, embeddings, data)
+        for agent in (self.writer, self.reader):  # caches, lazy imports
+            agent.invoke(f"{warm_up} (warm-up)")
+        self.writer.drain_background()
+        self.base = self.writer.background.counts()["landed"]
+        self.with_w: list[float] = []
+        self.without: list[float] = []
+        self.rounds: list[dict[str, Any]] = []
+        self.n = 0
+
+    def round(self, questions: list[str], runs: int) -> None:
+        load_before = os.getloadavg()[0]
+        rw: list[float] = []
+        rr: list[float] = []
+        for i in range(runs):
+            self.n += 1
+            question = f"{questions[self.n % len(questions)]} (run {self.n})"
+            pair = [(self.writer, rw), (self.reader, rr)]
+            for agent, sink in pair if i % 2 == 0 else reversed(pair):
+                start = time.perf_counter()
+                agent.invoke(question, config={"configurable": {"user_id": f"u{self.n}"}})
+                sink.append((time.perf_counter() - start) * 1e3)
+        self.with_w += rw
+        self.without += rr
+        self.rounds.append(
+            {
+                "p50_with_writes_ms": round(statistics.median(rw), 1),
+                "p50_without_writes_ms": round(statistics.median(rr), 1),
+                "ratio": round(statistics.median(rw) / statistics.median(rr), 3),
+                "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            }
+        )
+
+    def finish(self) -> dict[str, Any]:
+        pending_after_runs = self.writer.background.counts()["pending"]
+        started = time.perf_counter()
+        report = self.writer.drain_background()
+        drain_s = time.perf_counter() - started
+        self.writer.close()
+        self.reader.close()
+        p50_w, p50_r = statistics.median(self.with_w), statistics.median(self.without)
+        # Each run asks both agents the same question back to back: the ratio within a pair
+        # shares the machine's load at that moment, so its median is the steadier estimate.
+        paired = sorted(w / r for w, r in zip(self.with_w, self.without, strict=True))
+        landed = report["landed"] - self.base
+        return {
+            "runs_each": len(self.with_w),
+            "invoke_p50_ms_with_writes": round(p50_w, 1),
+            "invoke_p50_ms_without_writes": round(p50_r, 1),
+            "ratio_of_p50s": round(p50_w / p50_r, 3),
+            "median_paired_ratio": round(statistics.median(paired), 3),
+            "paired_ratio_iqr": [
+                round(paired[len(paired) // 4], 3),
+                round(paired[(3 * len(paired)) // 4], 3),
+            ],
+            "median_round_ratio": round(statistics.median(r["ratio"] for r in self.rounds), 3),
+            "rounds": self.rounds,
+            "pending_when_runs_finished": pending_after_runs,
+            "drain_seconds": round(drain_s, 2),
+            "drain": dict(report),
+            "writes_landed_in_runs": landed,
+            "every_write_landed": landed == len(self.with_w) and report["failed"] == 0,
+        }
+
+
+def _wait_for_quiet(max_load: float, max_wait: float) -> float:
+    """Wait until the 1-minute load average is below ``max_load`` (0: do not wait)."""
     started = time.perf_counter()
-    report = writer.drain_background()
-    drain_s = time.perf_counter() - started
-    p50_w, p50_r = statistics.median(with_writes), statistics.median(without)
-    result = {
+    while max_load and os.getloadavg()[0] >= max_load:
+        if time.perf_counter() - started > max_wait:
+            break
+        time.sleep(5)
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--variants", nargs="+", default=["offline", "instant-llm", "instant-llm-cpu-write"]
+    )
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--runs", type=int, default=25, help="runs per agent per round")
+    parser.add_argument(
+        "--max-load",
+        type=float,
+        default=0.0,
+        help="before each round, wait (up to --max-wait s) until the 1-min load is below this",
+    )
+    parser.add_argument("--max-wait", type=float, default=120.0)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    data = Path(os.environ.get("TMPDIR", "/tmp")) / "retrievalagent-bench-latency"
+    questions = [q["question"] for q in json.loads((DOCS / "questions.json").read_text())]
+    embeddings = IngestMemo(MiniLMEmbeddings().load())
+    result: dict[str, Any] = {
+        "benchmark": "memory_write_latency",
+        "command": "python -m bench.memory.write_latency "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "git": git_revision(),
+        "machine": machine(),
         "write_seconds": WRITE_SECONDS,
-        "runs_each": RUNS,
-        "invoke_p50_ms_with_writes": round(p50_w, 1),
-        "invoke_p50_ms_without_writes": round(p50_r, 1),
-        "ratio": round(p50_w / p50_r, 3),
-        "target_ratio": 1.05,
-        "pending_when_runs_finished": pending_after_runs,
-        "drain_seconds": round(drain_s, 2),
-        "drain": dict(report),
-        "writes_landed_in_runs": report["landed"] - base,
-        "every_write_landed": report["landed"] - base == RUNS and report["failed"] == 0,
+        "target_ratio": TARGET,
+        "variants": {},
     }
-    for agent in (writer, reader):
-        agent.close()
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    variants = [Variant(name, embeddings, data, questions[0]) for name in args.variants]
+    waited = 0.0
+    for _ in range(args.rounds):
+        for variant in variants:
+            waited += _wait_for_quiet(args.max_load, args.max_wait)
+            variant.round(questions, args.runs)
+    result["seconds_waiting_for_quiet"] = round(waited, 1)
+    for variant in variants:
+        result["variants"][variant.name] = variant.finish()
+    result["load_avg_at_end"] = list(os.getloadavg())
+    result["run_seconds"] = round(time.perf_counter() - started, 1)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "memory_write_latency.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 
 
 if __name__ == "__main__":
-    main()
+    print(json.dumps(main(), indent=2))

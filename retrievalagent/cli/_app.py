@@ -144,7 +144,8 @@ def _print_answer(result: Any, root: str | None = None, trace: bool = False) -> 
             suffix = f" — {heading}" if heading else ""
             console.print(
                 f"  [cyan][{number}][/] {escape(where)}{escape(suffix)} "
-                f"[dim](score {src['score']:.3f})[/]"
+                f"[dim](score {src['score']:.3f})[/]",
+                soft_wrap=True,
             )
     if not result.get("llm_used"):
         console.print(
@@ -323,7 +324,7 @@ def sources(
     """List the indexed sources and their chunk counts."""
     with _errors(), _agent(collection, None, backend_url, data_dir, must_exist=True) as rag:
         for source, count in sorted(rag.sources().items()):
-            console.print(f"{count:6d}  {escape(_display_path(source))}")
+            console.print(f"{count:6d}  {escape(_display_path(source))}", soft_wrap=True)
 
 
 @app.command()

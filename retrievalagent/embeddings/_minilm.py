@@ -80,6 +80,7 @@ class MiniLMEmbeddings(Embeddings):
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._preload: threading.Thread | None = None
 
     def __repr__(self) -> str:
         return f"MiniLMEmbeddings(batch_size={self.batch_size}, max_tokens={self.max_tokens})"
@@ -92,6 +93,28 @@ class MiniLMEmbeddings(Embeddings):
             if self._session is None:
                 self._tokenizer, self._session = self._open()
         return self
+
+    def preload(self) -> None:
+        """Load and warm up the model on a background thread, so that the first question
+        does not wait for it (``init_agent`` calls this while it opens the index).
+
+        A failure is not raised here: the next call that needs the model loads it again
+        and raises then.
+        """
+        if self._session is not None or self._preload is not None:
+            return
+
+        def run() -> None:
+            try:
+                self.load()
+                self._embed_batch(["warm up"])  # first run allocates and picks kernels
+            except Exception:  # reported by the next load()
+                pass
+
+        # Not a daemon: an interpreter that exits right away waits for the load to finish
+        # instead of tearing onnxruntime down in the middle of building a session.
+        self._preload = threading.Thread(target=run, name="retrievalagent-minilm-preload")
+        self._preload.start()
 
     def _open(self) -> tuple[Any, Any]:
         import onnxruntime as ort

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +23,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.types import Overwrite
 
+from retrievalagent._inputs import clean_question
 from retrievalagent.config import Settings
+from retrievalagent.errors import ModelError
 from retrievalagent.graph._history import (
     fifo_removals,
     history_for_model,
@@ -43,6 +46,19 @@ __all__ = ["Components", "Nodes"]
 
 logger = logging.getLogger("retrievalagent")
 T = TypeVar("T")
+#: Longest fact the grader may have stored; a longer one is refused, not cut (a cut
+#: instruction is still an instruction). Facts are stored on one line, as data.
+MAX_FACT_CHARS = 300
+#: Longest recalled memory text injected into search and the prompt (longer ones are cut).
+MAX_MEMORY_CHARS = 1000
+#: The grade used when the grader's reply cannot be used: nothing is sufficient or stored.
+CONSERVATIVE_GRADE = Grade(
+    sufficient=False,
+    confidence=0.0,
+    memory_worth_storing=False,
+    memory_confidence=0.0,
+    memory_fact="",
+)
 
 
 def _ms(start: float) -> float:
@@ -52,6 +68,31 @@ def _ms(start: float) -> float:
 def _error_event(node: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
     kind = "timeout" if isinstance(exc, TimeoutError | asyncio.TimeoutError) else type(exc).__name__
     return {"node": node, "error": str(exc) or kind, "error_type": kind, **extra}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _usable_hits(raw: Any) -> tuple[list[MemoryHit], int]:
+    """What a backend recalled, minus malformed hits (no finite score, no text, wrong
+    types); scores clamped to [0, 1], texts put on one line and cut to MAX_MEMORY_CHARS.
+    Returns the hits, best first, and how many were dropped."""
+    if not isinstance(raw, list | tuple):
+        return [], 1
+    usable: list[MemoryHit] = []
+    for hit in raw:
+        try:
+            score = float(hit.score)
+            text = _one_line(hit.text if isinstance(hit.text, str) else "")[:MAX_MEMORY_CHARS]
+            meta = hit.metadata if isinstance(hit.metadata, dict) else {}
+            usable_hit = MemoryHit(str(hit.id), text, min(1.0, max(0.0, score)), meta)
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            continue
+        if math.isfinite(score) and text:
+            usable.append(usable_hit)
+    usable.sort(key=lambda h: -h.score)
+    return usable, len(raw) - len(usable)
 
 
 def _call_with_timeout(fn: Callable[[], T], timeout: float) -> T:
@@ -121,11 +162,12 @@ class Nodes:
         messages = list(state.get("messages") or [])
         update: dict[str, Any] = {}
         if messages and isinstance(messages[-1], HumanMessage):
-            question = str(messages[-1].content)
+            question = clean_question(str(messages[-1].content), self.s.max_question_chars)
         else:
-            question = str(state.get("question") or "").strip()
-            if not question:
+            raw = state.get("question")
+            if raw is None or (isinstance(raw, str) and not raw.strip()):
                 raise ValueError("the input needs a non-empty 'question' or a final human message")
+            question = clean_question(raw, self.s.max_question_chars)
             update["messages"] = [HumanMessage(question)]
         title = state.get("title") or self._title(question, config)
         user_id = user_id_from_config(config)
@@ -164,6 +206,8 @@ class Nodes:
     # -- read_memory -----------------------------------------------------------------
     def _after_read(self, hits: list[MemoryHit], scanned: int, start: float) -> dict[str, Any]:
         threshold = self.s.memory_relevance_threshold
+        hits, malformed = _usable_hits(hits)
+        scanned = scanned if isinstance(scanned, int) and not isinstance(scanned, bool) else 0
         kept = [h for h in hits if h.score >= threshold]
         if kept:
             context = "\n".join(f"- {h.text}" for h in kept)
@@ -177,6 +221,8 @@ class Nodes:
                 "backend": self.c.memory.name,  # type: ignore[union-attr]
                 "ms": _ms(start),
             }
+            if malformed:
+                event["n_malformed"] = malformed
             return {
                 "memory_context": context,
                 "memories": [{"id": h.id, "text": h.text, "score": h.score} for h in kept],
@@ -191,6 +237,8 @@ class Nodes:
             "backend": self.c.memory.name,  # type: ignore[union-attr]
             "ms": _ms(start),
         }
+        if malformed:
+            event["n_malformed"] = malformed
         return {"trace": [event]}
 
     def _read_skipped(self) -> dict[str, Any] | None:
@@ -362,9 +410,11 @@ class Nodes:
         self, state: AgentState, grade: Grade, start: float, error: BaseException | None
     ) -> dict[str, Any]:
         threshold = self.s.memory_storage_threshold
+        fact = _one_line(grade.memory_fact)
         store = bool(
             grade.memory_worth_storing
-            and grade.memory_fact.strip()
+            and fact
+            and len(fact) <= MAX_FACT_CHARS
             and grade.memory_confidence >= threshold
         )
         event: dict[str, Any] = {
@@ -378,12 +428,14 @@ class Nodes:
             "attempt": state.get("attempts", 0),
             "ms": _ms(start),
         }
+        if len(fact) > MAX_FACT_CHARS:
+            event["memory_fact_rejected"] = f"longer than {MAX_FACT_CHARS} characters"
         if error is not None:
-            event.update(_error_event("final_grade", error, fallback="evidence"))
+            event.update(_error_event("final_grade", error, fallback="conservative"))
         update: dict[str, Any] = {
             "grade": grade.model_dump(),
             "trace": [event],
-            "memory_fact": grade.memory_fact.strip() if store else "",
+            "memory_fact": fact if store else "",
         }
         if not grade.sufficient and state.get("attempts", 0) > 0:  # a rewrite that failed
             history = remember_failed_rewrite(state.get("rewrite_history"), state["query"])
@@ -391,15 +443,24 @@ class Nodes:
                 update["rewrite_history"] = history
         return update
 
+    @staticmethod
+    def _unusable_grade(exc: Exception) -> tuple[Grade, Exception]:
+        """A grader reply that does not parse or validate (or a grader bug): the turn goes
+        on with a conservative grade (not sufficient, nothing stored). A model that cannot
+        be reached (``ModelError``, after its retries) fails the turn instead."""
+        if isinstance(exc, ModelError):
+            raise exc
+        logger.warning(
+            "grader reply unusable, grading conservatively: %s: %s", type(exc).__name__, exc
+        )
+        return CONSERVATIVE_GRADE, exc
+
     def final_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
         try:
             grade, error = self.c.grader.grade(request, config), None
         except Exception as exc:
-            logger.warning(
-                "grader failed, using the evidence grade: %s: %s", type(exc).__name__, exc
-            )
-            grade, error = self.c.fallback_grader.grade(request, config), exc
+            grade, error = self._unusable_grade(exc)
         return self._after_grade(state, grade, start, error)
 
     async def afinal_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -407,10 +468,7 @@ class Nodes:
         try:
             grade, error = await self.c.grader.agrade(request, config), None
         except Exception as exc:
-            logger.warning(
-                "grader failed, using the evidence grade: %s: %s", type(exc).__name__, exc
-            )
-            grade, error = await self.c.fallback_grader.agrade(request, config), exc
+            grade, error = self._unusable_grade(exc)
         return self._after_grade(state, grade, start, error)
 
     def after_grade(self, state: AgentState) -> str:
@@ -453,6 +511,8 @@ class Nodes:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
         try:
             query = self.c.rewriter.rewrite(request, self._tried(state), config)
+        except ModelError:  # the model is unreachable: fail the turn, as generate does
+            raise
         except Exception as exc:
             return self._after_rewrite(state, None, start, exc)
         return self._after_rewrite(state, query, start)
@@ -461,6 +521,8 @@ class Nodes:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
         try:
             query = await self.c.rewriter.arewrite(request, self._tried(state), config)
+        except ModelError:
+            raise
         except Exception as exc:
             return self._after_rewrite(state, None, start, exc)
         return self._after_rewrite(state, query, start)
@@ -511,6 +573,10 @@ class Nodes:
             reason = (
                 "not_worth_storing" if not grade.get("memory_worth_storing") else "below_threshold"
             )
+            if reason != "not_worth_storing" and (
+                len(_one_line(str(grade.get("memory_fact") or ""))) > MAX_FACT_CHARS
+            ):
+                reason = "fact_too_long"
             return {
                 "node": "write_memory",
                 "skipped": reason,

@@ -171,7 +171,8 @@ def html_to_sections(html: str) -> tuple[str | None, list[Section]]:
 
 
 def _pieces(text: str, limit: int) -> list[str]:
-    """Paragraphs no longer than ``limit``, splitting long ones at sentences, then words."""
+    """Paragraphs no longer than ``limit``, splitting long ones at sentences, then words,
+    then (a word longer than ``limit``) anywhere."""
     out: list[str] = []
     for para in re.split(r"\n\s*\n", text):
         para = para.strip()
@@ -186,6 +187,12 @@ def _pieces(text: str, limit: int) -> list[str]:
                 continue
             words, current = sentence.split(), ""
             for word in words:
+                while len(word) > limit:  # nowhere to split (a blob, minified text): cut it
+                    if current:
+                        out.append(current)
+                        current = ""
+                    out.append(word[:limit])
+                    word = word[limit:]
                 if current and len(current) + 1 + len(word) > limit:
                     out.append(current)
                     current = word

@@ -4,6 +4,12 @@ Accepted: paths to files or folders (Markdown, text/reST, HTML; PDF when ``pypdf
 installed), LangChain ``Document``\\ s and plain strings. A string that looks like a path
 (one line ending in a known extension, or starting with ``./``, ``/`` or ``~``) must exist:
 a mistyped path is an error, never indexed as text.
+
+Files that cannot be text are refused with an ``IngestError`` naming them: a file with NUL
+bytes in its first 8 KiB (binary), a FIFO, socket or device, a symlink loop, an unreadable
+file. Inside a folder, entries that are not regular files (FIFOs, sockets, dangling or
+looping symlinks) are skipped; an empty file is indexed as a source with no chunks (listed in
+``IngestReport.empty_sources``).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +43,7 @@ SUFFIXES = {
     ".xhtml": "html",
     ".pdf": "pdf",
 }
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
 
 
@@ -101,11 +109,17 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
         text = "\n\n".join(page.extract_text() or "" for page in PdfReader(str(path)).pages)
     else:
         try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            text = path.read_text(encoding="latin-1")
+            raw = path.read_bytes()
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        if b"\x00" in raw[:8192]:
+            raise IngestError(
+                f"cannot ingest {path}: it looks like a binary file (NUL bytes), not {kind} text"
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
     return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
 
 
@@ -114,6 +128,8 @@ def _walk(folder: Path) -> Iterator[Path]:
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             path = Path(root) / name
+            if not path.is_file():  # FIFO, socket, device, dangling or looping symlink
+                continue
             if not name.startswith(".") and path.suffix.lower() in SUFFIXES:
                 if path.suffix.lower() == ".pdf":
                     try:
@@ -123,27 +139,52 @@ def _walk(folder: Path) -> Iterator[Path]:
                 yield path
 
 
+def _exists(text: str) -> bool:
+    """Whether ``text`` names an existing file or folder (False for text no path can be)."""
+    if not text.strip():  # Path("") is ".": blank text must never mean the current folder
+        return False
+    try:
+        return Path(text.strip()).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):  # too long, a NUL byte, "~user" unknown
+        return False
+
+
 def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
-    path = path.expanduser()
-    if path.is_dir():
+    try:
+        path = path.expanduser()
+        is_dir, is_file, exists = path.is_dir(), path.is_file(), os.path.lexists(path)
+    except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, "~user" unknown
+        raise IngestError(f"cannot ingest {str(path)[:200]!r}: {exc}") from exc
+    if is_dir:
         yield from (_read_file(p, metadata) for p in _walk(path))
-    elif path.is_file():
+    elif is_file:
         yield _read_file(path, metadata)
-    else:
+    elif not exists:
         raise IngestError(f"cannot ingest {path}: no such file or folder")
+    elif path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise IngestError(f"cannot ingest {path}: a broken symlink or loop ({exc})") from exc
+        raise IngestError(f"cannot ingest {path}: not a regular file or folder")
+    else:
+        raise IngestError(f"cannot ingest {path}: not a regular file (a FIFO, socket or device)")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _from_document(doc: Document, metadata: Mapping[str, Any]) -> SourceDoc:
     meta = {**metadata, **(doc.metadata or {})}
-    content = doc.page_content or ""
-    source = str(
-        meta.get("source") or f"document:{hashlib.sha256(content.encode()).hexdigest()[:16]}"
-    )
+    content = _SURROGATE.sub("\ufffd", doc.page_content or "")
+    source = str(meta.get("source") or f"document:{_digest(content)}")
     return SourceDoc(source, "markdown", content, meta, title=meta.get("title"))
 
 
 def _from_text(text: str, metadata: Mapping[str, Any]) -> SourceDoc:
-    source = str(metadata.get("source") or f"text:{hashlib.sha256(text.encode()).hexdigest()[:16]}")
+    text = _SURROGATE.sub("\ufffd", text)  # unpaired surrogates: no encoder takes them
+    source = str(metadata.get("source") or f"text:{_digest(text)}")
     return SourceDoc(source, "markdown", text, dict(metadata))
 
 
@@ -152,6 +193,11 @@ def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list
     metadata = dict(metadata or {})
     if isinstance(items, str | os.PathLike | Document):
         items = [items]
+    if isinstance(items, bytes | bytearray | Mapping):  # iterable, but not of documents
+        raise IngestError(
+            f"add_documents takes paths, Documents or strings (or a list of them), not "
+            f"{type(items).__name__}; decode bytes, pass a dict's values"
+        )
     if not isinstance(items, Iterable):
         raise IngestError(
             f"add_documents takes paths, Documents or strings (or a list of them), "
@@ -165,7 +211,7 @@ def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list
         elif isinstance(item, os.PathLike):
             new = list(_from_path(Path(item), metadata))
         elif isinstance(item, str):
-            if _looks_like_path(item) or Path(item.strip()).expanduser().exists():
+            if _looks_like_path(item) or _exists(item):
                 new = list(_from_path(Path(item.strip()), metadata))
             else:
                 if not item.strip():

@@ -156,5 +156,8 @@ class Ingestor:
             report.removed_chunks += self.index.delete(
                 [Condition("source", "match", source)], keep_doc_hash=keep
             )
+        optimize = getattr(self.index, "optimize", None)  # the embedded index compacts
+        if optimize is not None and (report.added_chunks or report.removed_chunks):
+            optimize()
         report.seconds = time.perf_counter() - started
         return report

@@ -8,6 +8,11 @@ and an exit hook drains with a bounded timeout and logs anything left.
 
 At most ``max_pending`` writes are in flight; a write scheduled beyond that waits for a
 free slot (back-pressure on the caller) rather than being dropped or queued without bound.
+
+A backend that hangs cannot wedge the pool: a write still running after ``timeout`` is
+counted failed and its worker replaced (up to ``_MAX_STUCK`` stuck workers; a stuck one
+retires when its call returns). Should every worker be stuck anyway, queued and new writes
+fail at once instead of waiting for ever, so ``drain()`` always ends.
 """
 
 from __future__ import annotations
@@ -26,16 +31,21 @@ from typing import Any
 
 from retrievalagent.types import DrainReport
 
-__all__ = ["BackgroundWrites"]
+__all__ = ["BackgroundWrites", "drain_all_at_exit"]
 
 logger = logging.getLogger("retrievalagent.memory")
 
 _live: weakref.WeakSet[BackgroundWrites] = weakref.WeakSet()
 FailureHook = Callable[[BaseException], None]
+# A queued write: run it on a worker, or fail it without running.
+_Job = tuple[Callable[[threading.Thread], None], FailureHook]
+_WORKERS = 4
+_MAX_STUCK = 32  # worker threads left inside hung backend calls, per BackgroundWrites
 
 
 @atexit.register
-def _drain_all_at_exit() -> None:
+def drain_all_at_exit() -> None:
+    """Drain every live ``BackgroundWrites`` with its exit timeout (safe to call twice)."""
     for writes in list(_live):
         writes._drain_at_exit()
 
@@ -62,8 +72,9 @@ class BackgroundWrites:
         self._landed = 0
         self._failed = 0
         self._errors: list[str] = []
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
+        self._stuck: set[threading.Thread] = set()  # workers inside a write past its timeout
         _live.add(self)
 
     # -- accounting --------------------------------------------------------------------
@@ -122,10 +133,10 @@ class BackgroundWrites:
 
         A write still running after ``timeout`` seconds is counted as failed (TimeoutError)
         and its slot freed; the thread cannot be killed, so the backend may still finish it.
+        Its worker is replaced meanwhile, so the writes queued behind it still run.
         """
         waited = self._acquire_slot()
         future = self._track(description, on_failure)
-        self._ensure_workers()
         timeout = self.timeout
 
         def settle(error: BaseException | None) -> None:
@@ -135,14 +146,15 @@ class BackgroundWrites:
                 else:
                     future.set_exception(error)
 
-        watchdog = threading.Timer(
-            timeout,
-            settle,
-            [TimeoutError(f"memory write took longer than {timeout:g}s ({description})")],
-        )
-        watchdog.daemon = True
+        def overrun(worker: threading.Thread) -> None:
+            settle(TimeoutError(f"memory write took longer than {timeout:g}s ({description})"))
+            self._replace(worker)
 
-        def run() -> None:
+        def run(worker: threading.Thread) -> None:
+            if future.done():  # failed while queued
+                return
+            watchdog = threading.Timer(timeout, overrun, [worker])
+            watchdog.daemon = True
             watchdog.start()
             try:
                 fn()
@@ -153,25 +165,70 @@ class BackgroundWrites:
             finally:
                 watchdog.cancel()
 
-        self._queue.put(run)
+        if not self._ensure_workers():
+            settle(self._wedged_error())
+        else:
+            self._queue.put((run, settle))
         return waited
 
-    def _ensure_workers(self, count: int = 4) -> None:
+    def _start_worker(self) -> None:
+        """Start one worker; the caller holds ``_lock``."""
         # Daemon threads, not a ThreadPoolExecutor: the interpreter joins executor threads
         # without a time limit at exit, which would make the exit drain unbounded.
+        worker = threading.Thread(
+            target=self._work, name=f"retrievalagent-memory-{len(self._workers)}", daemon=True
+        )
+        worker.start()
+        self._workers.append(worker)
+
+    def _ensure_workers(self) -> bool:
+        """Start the pool if needed; False when every worker is stuck in a hung write."""
         with self._lock:
-            if self._workers:
+            if not self._workers:
+                for _ in range(_WORKERS):
+                    self._start_worker()
+            return len(self._workers) > len(self._stuck)
+
+    def _wedged_error(self) -> RuntimeError:
+        return RuntimeError(
+            f"memory write not run: {len(self._stuck)} earlier writes are stuck in the "
+            "backend (is it hung?)"
+        )
+
+    def _replace(self, worker: threading.Thread) -> None:
+        """``worker`` is stuck in a write past its timeout: start another in its place."""
+        with self._lock:
+            if worker not in self._workers or worker in self._stuck:
                 return
-            for n in range(count):
-                worker = threading.Thread(
-                    target=self._work, name=f"retrievalagent-memory-{n}", daemon=True
-                )
-                worker.start()
-                self._workers.append(worker)
+            self._stuck.add(worker)
+            if len(self._stuck) <= _MAX_STUCK:
+                self._start_worker()
+            wedged = len(self._workers) == len(self._stuck)
+        if wedged:  # nobody left to run the queue: fail what waits in it
+            logger.error("every memory write worker is stuck in the backend")
+            sentinels = 0
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    sentinels += 1
+                else:
+                    job[1](self._wedged_error())
+            for _ in range(sentinels):
+                self._queue.put(None)
 
     def _work(self) -> None:
+        me = threading.current_thread()
         while (job := self._queue.get()) is not None:
-            job()
+            job[0](me)
+            with self._lock:
+                if me in self._stuck:  # back from a hung write; retire if replaced
+                    self._stuck.discard(me)
+                    if me in self._workers and len(self._workers) - len(self._stuck) > _WORKERS:
+                        self._workers.remove(me)
+                        return
 
     async def submit_task(
         self,
@@ -187,10 +244,10 @@ class BackgroundWrites:
             waited = (time.perf_counter() - started) * 1e3
         future = self._track(description, on_failure)
 
-        async def run() -> None:
+        async def attempt() -> None:
             try:
                 await asyncio.wait_for(factory(), timeout=self.timeout)
-            except BaseException as exc:  # CancelledError included: the loop is closing
+            except BaseException as exc:
                 if not future.done():
                     future.set_exception(
                         exc
@@ -199,6 +256,24 @@ class BackgroundWrites:
                     )
                 if not isinstance(exc, Exception):
                     raise
+            else:
+                future.set_result(None)
+
+        async def run() -> None:
+            try:
+                await asyncio.wait_for(factory(), timeout=self.timeout)
+            except asyncio.CancelledError:
+                # The loop is closing with the write in flight (asyncio.run() returned
+                # without adrain_background()): it cancels every task, then runs until they
+                # end. Write again, to the end (bounded by the timeout), before it closes.
+                # A write cut after it reached the backend may so be stored twice.
+                task = asyncio.current_task()
+                if task is not None and hasattr(task, "uncancel"):
+                    task.uncancel()
+                await attempt()
+            except Exception as exc:
+                if not future.done():
+                    future.set_exception(exc)
             else:
                 future.set_result(None)
 
@@ -213,7 +288,18 @@ class BackgroundWrites:
             pending = list(self._pending)
         if pending:
             cf.wait(pending, timeout=timeout)
+            self._counted(pending)
         return self.counts()
+
+    def _counted(self, futures: list[cf.Future[None]]) -> None:
+        """Wait (briefly) until the finished ``futures`` are counted: ``cf.wait`` wakes
+        before a future's done-callback has run, and the report must add up."""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not any(f.done() and f in self._pending for f in futures):
+                    return
+            time.sleep(0.001)
 
     async def adrain(self, timeout: float | None = None) -> DrainReport:
         """``drain`` for async callers: waits without blocking the event loop."""
@@ -240,6 +326,7 @@ class BackgroundWrites:
         report = self.drain(timeout)
         with self._lock:
             workers, self._workers = self._workers, []
+            self._stuck.clear()
         for _ in workers:
             self._queue.put(None)
         return report

@@ -9,8 +9,11 @@ model mem0 cannot extract facts, so facts are stored as given (``infer=False``).
 
 from __future__ import annotations
 
+import atexit
+import logging
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +21,58 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+from retrievalagent.memory._background import drain_all_at_exit
 from retrievalagent.memory._mem0 import Mem0Backend
 
-__all__ = ["embedded_mem0", "prepare_mem0_import"]
+__all__ = ["EmbeddedMem0Backend", "close_embedded_at_exit", "embedded_mem0", "prepare_mem0_import"]
+
+logger = logging.getLogger("retrievalagent.memory")
+
+
+@dataclass
+class _Shared:
+    memory: Any
+    users: int = 0
+
 
 _lock = threading.Lock()
-_instances: dict[str, Any] = {}
+_instances: dict[str, _Shared] = {}
+# Notes mem0 logs when optional extras are missing; irrelevant to the embedded instance.
+_EXTRAS_NOTES = ("spaCy is not installed", "fastembed not installed")
+_NOISY_LOGGERS = ("mem0.utils.spacy_models", "mem0.vector_stores.qdrant")
+
+
+class _DropExtrasNotes(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(note in message for note in _EXTRAS_NOTES)
+
+
+def _quiet_extras_notes() -> None:
+    for name in _NOISY_LOGGERS:
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _DropExtrasNotes) for f in log.filters):
+            log.addFilter(_DropExtrasNotes())
+
+
+def _close_memory(memory: Any) -> None:
+    """Close what a mem0 ``Memory`` holds open: Qdrant clients and the history database."""
+    clients = []
+    for attr in ("vector_store", "_entity_store", "_telemetry_vector_store"):
+        client = getattr(getattr(memory, attr, None), "client", None)
+        if client is not None and all(client is not c for c in clients):
+            clients.append(client)
+    for client in clients:
+        try:
+            client.close()
+        except Exception as exc:  # closing is best effort; never mask the caller's work
+            logger.debug("closing mem0's Qdrant client failed: %s", exc)
+    close = getattr(memory, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:
+            logger.debug("closing mem0's history database failed: %s", exc)
 
 
 def prepare_mem0_import(data_dir: Path | None = None) -> None:
@@ -31,6 +80,41 @@ def prepare_mem0_import(data_dir: Path | None = None) -> None:
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     if data_dir is not None:
         os.environ.setdefault("MEM0_DIR", str(data_dir / "mem0-home"))
+
+
+class EmbeddedMem0Backend(Mem0Backend):
+    """The ``memory=True`` backend: a shared embedded mem0, released by ``close()``."""
+
+    def __init__(self, memory: Any, *, infer: bool, key: str) -> None:
+        super().__init__(memory, infer=infer)
+        self._key: str | None = key
+
+    def close(self) -> None:
+        """Release this agent's use; the last user closes the mem0 instance (idempotent)."""
+        with _lock:
+            key, self._key = self._key, None
+            shared = _instances.get(key) if key is not None else None
+            if shared is None:
+                return
+            shared.users -= 1
+            if shared.users > 0:
+                return
+            del _instances[key]  # type: ignore[arg-type]
+        _close_memory(shared.memory)
+
+
+@atexit.register
+def close_embedded_at_exit() -> None:
+    """Drain pending memory writes, then close every embedded mem0 still open."""
+    with _lock:
+        if not _instances:
+            return
+    drain_all_at_exit()  # writes first: they need the Qdrant client this closes
+    with _lock:
+        shared = list(_instances.values())
+        _instances.clear()
+    for item in shared:
+        _close_memory(item.memory)
 
 
 class _NoExtraction(FakeListChatModel):
@@ -46,15 +130,17 @@ def embedded_mem0(
     model: BaseChatModel | None,
     embeddings: Embeddings,
     dimension: int,
-) -> Mem0Backend:
-    """The embedded mem0 for ``collection`` (one per data dir and process)."""
+) -> EmbeddedMem0Backend:
+    """The embedded mem0 for ``collection`` (one per data dir and process); ``close()`` the
+    returned backend when done with it."""
     root = data_dir / collection / "mem0"
     key = str(root.resolve())
     with _lock:
-        memory = _instances.get(key)
-        if memory is None:
+        shared = _instances.get(key)
+        if shared is None:
             root.mkdir(parents=True, exist_ok=True)
             prepare_mem0_import(data_dir)
+            _quiet_extras_notes()
             from mem0 import Memory
 
             memory = Memory.from_config(
@@ -73,5 +159,6 @@ def embedded_mem0(
                     "history_db_path": str(root / "history.db"),
                 }
             )
-            _instances[key] = memory
-    return Mem0Backend(memory, infer=model is not None)
+            shared = _instances[key] = _Shared(memory)
+        shared.users += 1
+        return EmbeddedMem0Backend(shared.memory, infer=model is not None, key=key)

@@ -9,12 +9,14 @@ once instead of guessing per call. Coroutine methods (``AsyncMemory``, or ``asea
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import inspect
+import math
+import threading
 from collections.abc import Callable
 from typing import Any
 
-from retrievalagent._aio import run_sync
+from retrievalagent._aio import in_thread, run_sync
 from retrievalagent.memory._base import MemoryHit, MemoryRecord, fact_text, recall_text
 
 __all__ = ["Mem0Backend"]
@@ -32,6 +34,34 @@ def _pick(obj: Any, name: str) -> tuple[Callable[..., Any] | None, Callable[...,
     if callable(plain) and inspect.iscoroutinefunction(plain):
         return sync, plain
     return sync, None
+
+
+def _serialize_local_qdrant(memory: Any) -> None:
+    """Give mem0's Qdrant *local mode* engine (``path=...``, what ``memory=True`` uses) one
+    lock. That engine is not thread-safe: a search running while a write grows its arrays
+    raises IndexError, and concurrent writes collide in its SQLite file. mem0 calls it
+    from several threads (our write workers, ``AsyncMemory``'s to_thread), so each of its
+    calls takes the lock; only the engine's calls, never mem0's LLM calls, are serialized.
+    """
+    client = getattr(getattr(memory, "vector_store", None), "client", None)
+    local = getattr(client, "_client", None)
+    if type(local).__name__ != "QdrantLocal" or getattr(local, "_retrievalagent_lock", None):
+        return
+    lock = threading.RLock()
+
+    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(*args, **kwargs)
+
+        return call
+
+    for name in dir(type(local)):
+        method = getattr(local, name, None)
+        if not name.startswith("_") and inspect.ismethod(method):
+            setattr(local, name, locked(method))
+    local._retrievalagent_lock = lock
 
 
 class Mem0Backend:
@@ -73,6 +103,7 @@ class Mem0Backend:
                 f"score_kind must be 'similarity', 'distance' or 'auto', not {score_kind!r}"
             )
         self.score_kind = score_kind
+        _serialize_local_qdrant(memory)
 
     # -- search ----------------------------------------------------------------------
     def _search_kwargs(self, user_id: str, limit: int) -> dict[str, Any]:
@@ -81,19 +112,34 @@ class Mem0Backend:
             kwargs["threshold"] = 0.0  # the relevance bar is the agent's, applied after
         return kwargs
 
-    def _hits(self, raw: Any) -> tuple[list[MemoryHit], int]:
-        items = raw.get("results", []) if isinstance(raw, dict) else list(raw or [])
+    def _hits(self, raw: Any, user_id: str | None = None) -> tuple[list[MemoryHit], int]:
+        # A malformed item (not a dict, a score that is not a finite number) is skipped,
+        # not allowed to fail the whole recall; so is an item of another user (mem0
+        # filters by user already: this guards against a backend that does not).
+        items = raw.get("results", []) if isinstance(raw, dict) else raw
+        items = items if isinstance(items, list | tuple) else []
         hits = []
         for item in items:
             if not isinstance(item, dict):
                 continue
-            score = float(item.get("score") or 0.0)
+            if user_id is not None and str(item.get("user_id", user_id)) != user_id:
+                continue
+            try:
+                score = float(item.get("score") or 0.0)
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if not math.isfinite(score):
+                continue
             if self.score_kind == "distance":
                 score = 1.0 / (1.0 + max(0.0, score))
             text = fact_text(str(item.get("memory") or item.get("text") or ""))
+            metadata = item.get("metadata")
             hits.append(
                 MemoryHit(
-                    str(item.get("id", "")), str(text), score, dict(item.get("metadata") or {})
+                    str(item.get("id", "")),
+                    str(text),
+                    score,
+                    dict(metadata) if isinstance(metadata, dict) else {},
                 )
             )
         hits.sort(key=lambda h: -h.score)
@@ -102,17 +148,19 @@ class Mem0Backend:
     def search(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
         kwargs = self._search_kwargs(user_id, limit)
         if self._search is not None:
-            return self._hits(self._search(query, **kwargs))
+            return self._hits(self._search(query, **kwargs), user_id)
         asearch = self._asearch
         assert asearch is not None
-        return self._hits(run_sync(lambda: asearch(query, **kwargs)))
+        return self._hits(run_sync(lambda: asearch(query, **kwargs)), user_id)
 
     async def asearch(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
         kwargs = self._search_kwargs(user_id, limit)
         if self._asearch is not None:
-            return self._hits(await self._asearch(query, **kwargs))
+            return self._hits(await self._asearch(query, **kwargs), user_id)
         assert self._search is not None
-        return self._hits(await asyncio.to_thread(self._search, query, **kwargs))
+        search = self._search
+        # its own thread, not the loop's executor: a hung search cannot starve the graph
+        return self._hits(await in_thread(lambda: search(query, **kwargs)), user_id)
 
     # -- add -------------------------------------------------------------------------
     def _add_call(self, record: MemoryRecord) -> tuple[list[dict[str, str]], dict[str, Any]]:
@@ -149,4 +197,5 @@ class Mem0Backend:
             await self._aadd(messages, **kwargs)
         else:
             assert self._add is not None
-            await asyncio.to_thread(self._add, messages, **kwargs)
+            add = self._add
+            await in_thread(lambda: add(messages, **kwargs))

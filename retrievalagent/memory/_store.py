@@ -1,6 +1,8 @@
 """A LangGraph ``BaseStore`` as the memory backend (InMemoryStore, PostgresStore, ...).
 
-Memories of user ``u`` live under the namespace ``("memories", u)``. A store configured
+Memories of user ``u`` live under the namespace ``("memories", u)``, with ``.``, ``*`` and
+``%`` in ``u`` percent-encoded (see :meth:`StoreBackend.namespace`); a search keeps only
+items of exactly that namespace, whatever the store's prefix matching returns. A store configured
 with a vector index answers semantic search itself. A store without one (a plain
 ``InMemoryStore()``, or ``PostgresStore`` without pgvector) is scored here: the user's
 ``scan_limit`` most recent memories are compared with the question by cosine similarity,
@@ -11,6 +13,7 @@ are embedded once and cached).
 from __future__ import annotations
 
 import math
+import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -21,11 +24,13 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, SearchItem
 
+from retrievalagent._aio import in_thread
 from retrievalagent.memory._base import MemoryHit, MemoryRecord, recall_text
 
 __all__ = ["NAMESPACE", "StoreBackend"]
 
 NAMESPACE = "memories"
+_LABEL_UNSAFE = re.compile(r"[.%*]")
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -61,12 +66,30 @@ class StoreBackend:
         self.scan_limit = scan_limit
         self.indexed = getattr(store, "index_config", None) is not None
         self.async_native = type(store).__name__.startswith("Async")
+        from langgraph.store.memory import InMemoryStore
+
+        # A sync store's async methods run on the loop's default executor (PostgresStore);
+        # its calls go to their own threads instead, so a hung database cannot starve it.
+        self._loop_safe = self.async_native or isinstance(store, InMemoryStore)
         self._cache: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
         self._cache_lock = threading.Lock()
 
     @staticmethod
     def namespace(user_id: str) -> tuple[str, str]:
-        return (NAMESPACE, user_id)
+        """The namespace of a user's memories: one label per user, whatever the id holds.
+
+        LangGraph stores refuse ``.`` in a label (PostgresStore joins labels with it) and
+        read ``*`` as a wildcard, so those and ``%`` (the escape character itself) are
+        percent-encoded: ``"ann.lee@x.org"`` -> ``"ann%2Elee@x%2Eorg"``. The mapping is
+        one-to-one and leaves every other id as it is.
+        """
+        return (NAMESPACE, _LABEL_UNSAFE.sub(lambda m: f"%{ord(m.group()):02X}", user_id))
+
+    @staticmethod
+    def _own(items: list[SearchItem], ns: tuple[str, str]) -> list[SearchItem]:
+        """Only items of exactly ``ns``: a store's prefix search may also return deeper
+        namespaces, and no other user's item may ever be scored for this one."""
+        return [it for it in items if tuple(it.namespace) == ns]
 
     # -- shared logic -----------------------------------------------------------------
     def _from_indexed(self, items: list[SearchItem]) -> tuple[list[MemoryHit], int]:
@@ -143,8 +166,10 @@ class StoreBackend:
         return hits[:limit], len(items)
 
     def _texts(self, record: MemoryRecord) -> list[str]:
-        """What a memory is found by: the fact with its question, and the question alone."""
-        return [recall_text(record), record.question] if record.question else [record.fact]
+        """What a memory is found by: the question that taught it (see ``memory._base``), or
+        the fact when there is none. The question's vector is still in the agent's query
+        cache from this turn's dense search, so a write costs no embedding work."""
+        return [record.question] if record.question else [record.fact]
 
     def _value(self, record: MemoryRecord, vector: list[list[float]] | None) -> dict[str, Any]:
         value: dict[str, Any] = {
@@ -167,8 +192,10 @@ class StoreBackend:
     def search(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
         ns = self.namespace(user_id)
         if self.indexed:
-            return self._from_indexed(self.store.search(ns, query=query, limit=limit))
-        items = self._recent(self.store.search(ns, limit=self._fetch_limit()))
+            return self._from_indexed(
+                self._own(self.store.search(ns, query=query, limit=limit), ns)
+            )
+        items = self._recent(self._own(self.store.search(ns, limit=self._fetch_limit()), ns))
         if not items:
             return [], 0
         missing = self._vectors_needed(items)
@@ -193,10 +220,14 @@ class StoreBackend:
 
     # -- async -----------------------------------------------------------------------
     async def asearch(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
+        if not self._loop_safe:
+            return await in_thread(lambda: self.search(query, user_id, limit))
         ns = self.namespace(user_id)
         if self.indexed:
-            return self._from_indexed(await self.store.asearch(ns, query=query, limit=limit))
-        items = self._recent(await self.store.asearch(ns, limit=self._fetch_limit()))
+            return self._from_indexed(
+                self._own(await self.store.asearch(ns, query=query, limit=limit), ns)
+            )
+        items = self._recent(self._own(await self.store.asearch(ns, limit=self._fetch_limit()), ns))
         if not items:
             return [], 0
         missing = self._vectors_needed(items)

@@ -6,6 +6,8 @@ anything else becomes a LangChain ``BaseChatModel``.
 
 from __future__ import annotations
 
+import contextlib
+
 from langchain_core.language_models import BaseChatModel
 
 from retrievalagent.errors import ConfigError
@@ -21,6 +23,7 @@ from retrievalagent.models._offline import (
     alias_fact,
 )
 from retrievalagent.models._prompts import SEARCH_HINTS_PREFIX
+from retrievalagent.models._retry import RetryPolicy, is_transient
 
 __all__ = [
     "OFFLINE_GENERATED_BY",
@@ -35,8 +38,10 @@ __all__ = [
     "LLMAnswerer",
     "LLMGrader",
     "LLMRewriter",
+    "RetryPolicy",
     "Rewriter",
     "alias_fact",
+    "is_transient",
     "model_name",
     "resolve_model",
 ]
@@ -52,7 +57,13 @@ def resolve_model(spec: BaseChatModel | str | None) -> BaseChatModel | None:
         from langchain.chat_models import init_chat_model
 
         try:
-            return init_chat_model(spec)
+            model = init_chat_model(spec)
+            if "max_retries" in type(model).model_fields:
+                # The agent's RetryPolicy (RAG_MODEL_RETRIES) is the one retry policy: the
+                # client's own retries would multiply it.
+                with contextlib.suppress(Exception):
+                    model = init_chat_model(spec, max_retries=0)
+            return model
         except ImportError as exc:
             raise ConfigError(
                 f"model={spec!r} needs a provider package that is not installed: {exc}"

@@ -5,15 +5,23 @@ documents say "vault": when a question word occurs nowhere in the corpus (BM25 c
 it) and dense search still found passages that answer the question, the word names something
 those passages call differently. This module picks that corpus term, or nothing.
 
-Evidence, all from the packaged embedder and the retrieved passages (three batched
-embedding calls per graded turn, only when a question word is absent from the corpus):
+Evidence, all from the packaged embedder, the index and the retrieved passages (three
+batched embedding calls and two index searches per absent word, only when a question word
+is absent from the corpus):
 
 * **Salience of the absent word**: how much the question's meaning changes without it
   (``1 - cos(q, q minus the word)``). Filler words ("things", "barely") carry little and are
   never mapped; a mapping is only worth storing for a word the question turns on.
-* **Grounding of the candidate**: candidates are terms of the retrieved passages that the
-  corpus treats as names (heading words, code spans, identifiers such as ``ceiling_kbps``)
-  or that appear in the answer built from those passages.
+* **Grounding of the candidate**: candidates are terms of *all* retrieved passages that the
+  corpus treats as names (heading words, code spans, identifiers such as ``ceiling_kbps``),
+  that appear in the answer built from those passages (section headings the answerer
+  quotes before a sentence do not count: they would favour whatever the top passage is
+  titled), or that are spelled like the absent word ("initialise" / "initialize", "calc" /
+  "calculate").
+* **Which passage the word points to**: for each retrieved passage, how much its dense
+  similarity to the question drops when the word is removed (``cos(q, p) - cos(q minus
+  the word, p)``, read from the index), mixed with the passage's rank. A candidate is as
+  supported as the best passage it occurs in, so the right term need not be in the top one.
 * **Meaning kept when swapped in**: substitute the candidate for the absent word in the
   question and compare with the question, relative to dropping the word (``r``); and the
   reverse, the absent word in the corpus sentences that use the candidate (``r_corpus``).
@@ -21,8 +29,14 @@ embedding calls per graded turn, only when a question word is absent from the co
 * **Margin** over the best candidate of another stem: a mapping is proposed with confidence
   only when one corpus term clearly wins.
 
+The confidence needs the *meaning* evidence (word similarity and the two swaps) not to be
+clearly negative, however well the candidate is grounded: a named term of the top passage
+that fits neither sentence ("room" -> "vault") is not stored. A plain word inflected unlike
+the absent word ("pruned" -> "removes") keeps only part of its strength.
+
 The weights were set on the bundled sample docs; ``bench/memory/alias_bench.py`` measures
-the result on text the weights never saw.
+the result on text the weights never saw (Linux man pages: most stored facts are right,
+some are not -- see its results).
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -37,7 +52,7 @@ from langchain_core.embeddings import Embeddings
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
 
-__all__ = ["AliasFinder", "AliasProposal", "stem_root"]
+__all__ = ["AliasFinder", "AliasProposal", "answer_body", "stem_root"]
 
 _CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
 _IDENTIFIER = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w-])")
@@ -50,9 +65,22 @@ _DEFINITION = re.compile(
 )
 
 # Weights of the evidence (see the module docstring), and the shape of the confidence.
-W_WORD, W_QUESTION, W_CORPUS, W_NAME, W_ANSWER, W_DEFINED = 0.3, 0.2, 0.15, 0.2, 0.2, 0.1
+W_WORD, W_QUESTION, W_CORPUS, W_NAME, W_ANSWER, W_DEFINED = 0.3, 0.2, 0.15, 0.15, 0.1, 0.1
+W_PASSAGE = 0.25  # support of the best passage the candidate occurs in
 SCORE_FLOOR, SCORE_FULL = 0.30, 0.42  # candidate score mapped to strength 0..1
+# Meaning evidence alone (word, question and corpus terms) mapped to 0..1: a mapping whose
+# words neither resemble each other nor fit each other's sentences is not stored, however
+# well the candidate is grounded in the passages.
+MEANING_FLOOR, MEANING_FULL = -0.12, 0.0
+SPELLING_RATIO = 0.6  # difflib ratio from which a passage word counts as a variant spelling
+# An alias and its corpus term play the same part in a sentence ("pruned" / "expired"); a
+# plain word inflected differently ("pruned" / "removes") is usually a neighbour of the
+# answer, not the term, so it keeps this share of its strength.
+INFLECTION_MISMATCH = 0.8
 MARGIN_FULL = 0.08  # margin over the best other stem that counts as a clear win
+PULL_SPREAD = 0.04  # least spread of the drops in similarity that orders passages fully
+PULL_DEPTH = 64  # dense hits read per similarity check
+CONTEXT_WORDS = 12  # words either side of a candidate in the corpus-side check
 
 
 def stem_root(word: str) -> str:
@@ -76,6 +104,36 @@ def _unit_pattern(unit: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w]){re.escape(unit)}(?![\w])", re.IGNORECASE)
 
 
+def _kin(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Roots of one word family: equal, or one a long prefix of the other ("path",
+    "pathname")."""
+    return bool(a & b) or any(
+        x.startswith(y) or y.startswith(x) for x in a for y in b if min(len(x), len(y)) >= 4
+    )
+
+
+def inflection(word: str) -> str:
+    """ "ed", "s" or "" -- a crude part-of-speech hint for single words."""
+    word = word.lower()
+    if len(word) >= 5 and word.endswith("ed") and not word.endswith("eed"):
+        return "ed"
+    if len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return "s"
+    return ""
+
+
+def answer_body(answer: str, sources: Sequence[dict[str, Any]]) -> str:
+    """The answer without citations and without the section headings quoted before
+    sentences ("LF-611 Peer handshake failed: ..."): those name the passage, not the fact."""
+    text = _CITATION.sub(" ", answer)
+    for src in sources:
+        for heading in src.get("headings") or []:
+            heading = " ".join(str(heading).split())
+            if heading:
+                text = text.replace(heading + ":", " ")
+    return text
+
+
 @dataclass
 class AliasProposal:
     """A learned mapping and the evidence behind it."""
@@ -97,11 +155,17 @@ class _Candidate:
     named: bool  # a heading word, code span or identifier
     defined: bool  # a section is named after it, a table row keyed by it, or "The X is a ..."
     in_answer: bool
-    rank: int  # first passage it occurs in
+    ranks: set[int]  # the passages it occurs in
+    spelled: bool = False  # a variant spelling or completion of the absent word
     word: float = 0.0
     question: float = 0.0
     corpus: float = -1.0  # no corpus sentence uses the term: no support from that side
+    support: float = 0.0  # weight of the best passage it occurs in
     score: float = 0.0
+
+    @property
+    def meaning(self) -> float:
+        return W_WORD * self.word + W_QUESTION * self.question + W_CORPUS * self.corpus
 
 
 class AliasFinder:
@@ -109,11 +173,13 @@ class AliasFinder:
 
     Args:
         encoder: The agent's BM25 encoder (its tokenizer decides what a "word" is).
-        index: Answers which term ids occur nowhere in the corpus.
+        index: Answers which term ids occur nowhere in the corpus, and how close passages
+            are to the question with and without the absent word.
         embeddings: The agent's embedder (the packaged MiniLM by default).
         min_salience: Least meaning an absent word must carry to be mapped.
         shortlist: Candidates per absent word that get the corpus-side check.
-        max_candidates: Cap on candidate terms per turn (bounds the embedding work).
+        swap_limit: Candidates per absent word swapped into the question.
+        max_candidates: Cap on candidate terms per absent word (bounds the embedding work).
     """
 
     def __init__(
@@ -124,13 +190,15 @@ class AliasFinder:
         *,
         min_salience: float = 0.06,
         shortlist: int = 8,
-        max_candidates: int = 60,
+        swap_limit: int = 24,
+        max_candidates: int = 80,
     ) -> None:
         self.encoder = encoder
         self.index = index
         self.embeddings = embeddings
         self.min_salience = min_salience
         self.shortlist = shortlist
+        self.swap_limit = swap_limit
         self.max_candidates = max_candidates
 
     # -- which question words are missing from the corpus ---------------------------------
@@ -143,6 +211,34 @@ class AliasFinder:
         absent = self.index.absent_terms(sorted({i for v in ids.values() for i in v}))
         return [w for w in words if ids[w] and set(ids[w]) <= absent]
 
+    # -- which retrieved passages the absent word points to ------------------------------
+    def passage_weights(
+        self,
+        q_vec: Sequence[float],
+        without_vec: Sequence[float],
+        sources: Sequence[dict[str, Any]],
+    ) -> list[float]:
+        """0..1 per passage: its rank, and how much closer the word brings it (relative to
+        the other passages). Similarities come from the index, so no passage is embedded."""
+        n = len(sources)
+        if not n:
+            return []
+        limit = max(PULL_DEPTH, 4 * n)
+        with_word = {h.id: h.score for h in self.index.dense_search(q_vec, limit)}
+        without = {h.id: h.score for h in self.index.dense_search(without_vec, limit)}
+        # Passages below the depth: the last score read bounds their similarity.
+        floor_with = min(with_word.values(), default=0.0)
+        floor_without = min(without.values(), default=0.0)
+        pulls = [
+            with_word.get(str(src.get("id")), floor_with)
+            - without.get(str(src.get("id")), floor_without)
+            for src in sources
+        ]
+        low, spread = min(pulls), max(max(pulls) - min(pulls), PULL_SPREAD)
+        return [
+            0.5 * (pull - low) / spread + 0.5 * (1.0 - rank / n) for rank, pull in enumerate(pulls)
+        ]
+
     # -- candidates -------------------------------------------------------------------------
     def _parts(self, unit: str) -> list[str]:
         return [p for p in self.encoder.words(unit) if p.isalpha() and len(p) > 2]
@@ -150,46 +246,58 @@ class AliasFinder:
     def _candidates(
         self, sources: Sequence[dict[str, Any]], answer: str, question_terms: set[int]
     ) -> list[_Candidate]:
-        named_roots: set[str] = set()
+        named_roots: list[set[str]] = []  # per passage: roots of its headings and code spans
         defined: set[str] = set()
         seen: dict[str, _Candidate] = {}
-        answer_roots = {stem_root(w) for w in self.encoder.words(_CITATION.sub(" ", answer))}
+        answer_roots = {stem_root(w) for w in self.encoder.words(answer_body(answer, sources))}
 
         def add(unit: str, rank: int, named: bool) -> None:
             unit = unit.lower().strip("._")
+            if unit in seen:
+                seen[unit].ranks.add(rank)
+                seen[unit].named = seen[unit].named or named
+                return
             parts = self._parts(unit)
-            if not parts or len(unit) > 40 or unit in seen:
+            if not parts or len(unit) > 40:
                 return
             if any(set(self.encoder.term_ids(p)) & question_terms for p in parts):
                 return  # shares a term with the question: not what the question lacks
             roots = frozenset(stem_root(p) for p in parts)
-            seen[unit] = _Candidate(unit, roots, named, False, bool(roots & answer_roots), rank)
+            seen[unit] = _Candidate(unit, roots, named, False, bool(roots & answer_roots), {rank})
 
         for rank, src in enumerate(sources):
             headings = " ".join(src.get("headings") or [])
             text = headings + "\n" + str(src.get("text", ""))
-            named_roots.update(stem_root(w) for w in self.encoder.words(headings))
+            names = {stem_root(w) for w in self.encoder.words(headings)}
+            named_roots.append(names)
             deepest = (src.get("headings") or [""])[-1].strip().lower()
             if deepest and len(deepest.split()) <= 3:
                 defined.add(deepest)
             defined.update(k.strip().lower() for k in _TABLE_KEY.findall(text))
             defined.update(k.lower() for k in _DEFINITION.findall(text))
             for span in _CODE_SPAN.findall(text):
-                named_roots.update(stem_root(w) for w in self.encoder.words(span))
+                names.update(stem_root(w) for w in self.encoder.words(span))
             for ident in _IDENTIFIER.findall(text):
                 add(ident, rank, True)
             # Words that only occur inside identifiers compete as the identifier, not alone.
             for word in self.encoder.words(_IDENTIFIER.sub(" ", text)):
                 if word.isalpha() and len(word) > 2:
                     add(word, rank, False)
-        grounded = []
         for cand in seen.values():
-            cand.named = cand.named or bool(cand.roots & named_roots)
+            # A name where it occurs: a heading word or code span of a passage that uses it.
+            cand.named = cand.named or any(cand.roots & named_roots[r] for r in cand.ranks)
             cand.defined = cand.unit in defined
-            if cand.named or cand.in_answer:
-                grounded.append(cand)
-        grounded.sort(key=lambda c: (-(c.named + c.in_answer), c.rank))
-        return grounded[: self.max_candidates]
+        return list(seen.values())
+
+    @staticmethod
+    def _spelled_like(alias: str, unit: str) -> bool:
+        """A variant spelling ("initialise" / "initialize") or a completion ("calc" /
+        "calculate") of the absent word: grounded by its letters, not by its place."""
+        if unit[:1] != alias[:1] or "_" in unit or "." in unit:
+            return False
+        if len(alias) >= 3 and unit.startswith(alias):
+            return True
+        return SequenceMatcher(None, alias, unit).ratio() >= SPELLING_RATIO
 
     # -- scoring -----------------------------------------------------------------------------
     def propose(
@@ -204,13 +312,18 @@ class AliasFinder:
         if not absent or not sources:
             return None
         patterns = {a: _unit_pattern(a) for a in absent}
-        texts = [question] + [patterns[a].sub("", question, count=1) for a in absent]
-        vectors = self.embeddings.embed_documents(texts)
-        q_vec = vectors[0]
-        absent_salience = {
-            a: (1.0 - _dot(q_vec, v)) for a, v in zip(absent, vectors[1:], strict=True)
-        }
-        kept = {a: s for a, s in absent_salience.items() if s >= self.min_salience}
+        q_vec = self.embeddings.embed_query(question)  # cached: dense search embedded it
+        without_vecs = dict(
+            zip(
+                absent,
+                self.embeddings.embed_documents(
+                    [patterns[a].sub("", question, count=1) for a in absent]
+                ),
+                strict=True,
+            )
+        )
+        kept = {a: 1.0 - _dot(q_vec, without_vecs[a]) for a in absent}
+        kept = {a: s for a, s in kept.items() if s >= self.min_salience}
         if not kept:
             return None
         aliases = sorted(kept, key=lambda a: -kept[a])[:2]
@@ -218,12 +331,28 @@ class AliasFinder:
         candidates = self._candidates(sources, answer, question_terms)
         best: AliasProposal | None = None
         for alias in aliases:
-            pool = [
-                c
-                for c in candidates
-                if stem_root(alias) not in c.roots
-                and not any(p.startswith(alias) or alias.startswith(p) for p in self._parts(c.unit))
-            ]
+            weights = self.passage_weights(q_vec, without_vecs[alias], sources)
+            pool = []
+            for cand in candidates:
+                if stem_root(alias) in cand.roots:
+                    continue
+                cand.spelled = self._spelled_like(alias, cand.unit)
+                if cand.named or cand.in_answer or cand.spelled:
+                    cand.support = max(weights[r] for r in cand.ranks)
+                    pool.append(cand)
+            # Cheap evidence first, so the embedding work stays bounded on long passages.
+            pool.sort(
+                key=lambda c: (
+                    -(
+                        c.spelled
+                        + W_NAME * c.named
+                        + W_ANSWER * c.in_answer
+                        + W_DEFINED * c.defined
+                        + W_PASSAGE * c.support
+                    )
+                )
+            )
+            pool = pool[: self.max_candidates]
             if not pool:
                 continue
             proposal = self._score_alias(alias, kept[alias], question, q_vec, pool, sources)
@@ -232,6 +361,10 @@ class AliasFinder:
         if best is None:
             return None
         strength = _clip((best.score - SCORE_FLOOR) / (SCORE_FULL - SCORE_FLOOR), 0.0, 1.0)
+        meaning = (best.evidence["meaning"] - MEANING_FLOOR) / (MEANING_FULL - MEANING_FLOOR)
+        strength = min(strength, _clip(meaning, 0.0, 1.0))
+        if not best.evidence["inflection_agrees"]:
+            strength *= INFLECTION_MISMATCH
         clear = _clip(best.margin / MARGIN_FULL, 0.0, 1.0)
         best.confidence = round(
             _clip(0.2 * answer_confidence + 0.6 * strength + 0.2 * clear, 0.0, 0.99), 3
@@ -247,40 +380,53 @@ class AliasFinder:
         pool: list[_Candidate],
         sources: Sequence[dict[str, Any]],
     ) -> AliasProposal | None:
-        pattern = _unit_pattern(alias)
-        swapped = [pattern.sub(c.unit, question, count=1) for c in pool]
-        vectors = self.embeddings.embed_documents([alias] + [c.unit for c in pool] + swapped)
-        a_vec, unit_vecs, swap_vecs = (
-            vectors[0],
-            vectors[1 : 1 + len(pool)],
-            vectors[1 + len(pool) :],
-        )
-        kept_without = 1.0 - salience  # cos(question, question without the word)
-        for cand, u_vec, s_vec in zip(pool, unit_vecs, swap_vecs, strict=True):
+        # Stage 1 (one short text per candidate): word similarity and the cheap evidence.
+        vectors = self.embeddings.embed_documents([alias] + [c.unit for c in pool])
+        a_vec = vectors[0]
+        for cand, u_vec in zip(pool, vectors[1:], strict=True):
             cand.word = _dot(a_vec, u_vec)
-            cand.question = _clip((_dot(q_vec, s_vec) - kept_without) / max(salience, 1e-3))
+            cand.question = 0.0
             cand.score = (
                 W_WORD * cand.word
-                + W_QUESTION * cand.question
                 + W_NAME * cand.named
                 + W_ANSWER * cand.in_answer
                 + W_DEFINED * cand.defined
+                + W_PASSAGE * cand.support
             )
+        # Stage 2 (a question-length text each): the word swapped into the question.
+        pool = sorted(pool, key=lambda c: (-c.spelled, -c.score))[: self.swap_limit]
+        pattern = _unit_pattern(alias)
+        swapped = [pattern.sub(c.unit, question, count=1) for c in pool]
+        kept_without = 1.0 - salience  # cos(question, question without the word)
+        for cand, s_vec in zip(pool, self.embeddings.embed_documents(swapped), strict=True):
+            cand.question = _clip((_dot(q_vec, s_vec) - kept_without) / max(salience, 1e-3))
+            cand.score += W_QUESTION * cand.question
+        # Stage 3 (a few corpus snippets each, for the shortlist only).
         shortlist = sorted(pool, key=lambda c: -c.score)[: self.shortlist]
         self._corpus_side(alias, shortlist, sources)
         for cand in shortlist:
             cand.score += W_CORPUS * cand.corpus
         ranked = sorted(shortlist, key=lambda c: (-c.score, len(c.unit)))
         top = ranked[0]
-        # The winner's family: the terms sharing a root with it ("expiry", "expired") or with
-        # one of those ("ceiling_kbps", "quiet_ceiling_kbps"). The margin is over the rest.
-        family = {c.unit for c in ranked if c.roots & top.roots}
+        # The winner's family: the terms sharing a root with it ("expiry", "expired"; "path",
+        # "pathname") or with one of those ("ceiling_kbps", "quiet_ceiling_kbps"). The
+        # margin is over the rest.
+        family = {c.unit for c in ranked if _kin(c.roots, top.roots)}
         family_roots = frozenset().union(*(c.roots for c in ranked if c.unit in family))
-        others = [c for c in ranked if c.unit not in family and not (c.roots & family_roots)]
+        others = [c for c in ranked if c.unit not in family and not _kin(c.roots, family_roots)]
         close = [c for c in ranked if c.unit in family and c.score >= top.score - 0.02]
-        canonical = min(close, key=lambda c: (len(c.roots), len(c.unit))).unit
+        wanted = inflection(alias)
+        canonical = min(
+            close, key=lambda c: (inflection(c.unit) != wanted, len(c.roots), len(c.unit))
+        ).unit
+        # Identifiers and phrases have no inflection to compare; plain words must agree.
+        plain = [c for c in ranked if c.unit in family and c.unit.isalpha()]
+        agrees = not plain or any(inflection(c.unit) == wanted for c in plain)
         runner = others[0] if others else None
         margin = top.score - (runner.score if runner else 0.0)
+        # One term in several forms ("passphrase", "passphrase_file"): its meaning evidence
+        # is that of its best-fitting form.
+        meaning = max(c.meaning for c in ranked if c.unit in family)
         return AliasProposal(
             alias=alias,
             canonical=canonical,
@@ -296,13 +442,21 @@ class AliasFinder:
                 "named": float(top.named),
                 "in_answer": float(top.in_answer),
                 "defined": float(top.defined),
+                "passage": round(top.support, 4),
+                "spelled": float(top.spelled),
+                "inflection_agrees": float(agrees),
+                "meaning": round(meaning, 4),
             },
         )
 
     def _corpus_side(
         self, alias: str, shortlist: list[_Candidate], sources: Sequence[dict[str, Any]]
     ) -> None:
-        """``r_corpus``: the absent word put into the corpus sentences that use a candidate."""
+        """``r_corpus``: the absent word put where the corpus uses a candidate.
+
+        Each use is a window of a few words either side inside its sentence: enough context
+        to carry the meaning, and short, so long reference sentences cost little to embed.
+        """
         sentences = [
             s.strip()
             for src in sources
@@ -311,11 +465,20 @@ class AliasFinder:
         ]
         jobs: list[tuple[_Candidate, str, str, str]] = []
         for cand in shortlist:
+            cand.corpus = -1.0
             pattern = _unit_pattern(cand.unit)
-            using = [s for s in sentences if pattern.search(s)][:3]
+            windows = []
+            for sentence in sentences:
+                found = pattern.search(sentence)
+                if found is None:
+                    continue
+                before = sentence[: found.start()].split()[-CONTEXT_WORDS:]
+                after = sentence[found.end() :].split()[:CONTEXT_WORDS]
+                windows.append((" ".join(before), found.group(0), " ".join(after)))
+                if len(windows) == 3:
+                    break
             jobs.extend(
-                (cand, s, pattern.sub(alias, s, count=1), pattern.sub("", s, count=1))
-                for s in using
+                (cand, f"{b} {unit} {a}", f"{b} {alias} {a}", f"{b} {a}") for b, unit, a in windows
             )
         if not jobs:
             return

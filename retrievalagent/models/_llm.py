@@ -1,7 +1,9 @@
 """LLM mode: answer, grade and rewrite with a LangChain chat model.
 
 Prompt building and reply parsing are shared by the sync and async paths; only the model
-call differs. The grade uses ``with_structured_output(Grade)``.
+call differs. The grade uses ``with_structured_output(Grade)``. Every model call goes
+through one :class:`~retrievalagent.models._retry.RetryPolicy` (bounded retries of
+transient errors, then ``ModelError``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from retrievalagent.models._prompts import (
     format_passages,
     search_hints,
 )
+from retrievalagent.models._retry import RetryPolicy
 from retrievalagent.types import Grade
 
 __all__ = ["LLMAnswerer", "LLMGrader", "LLMRewriter", "model_name"]
@@ -48,9 +51,11 @@ class LLMAnswerer:
 
     streams_tokens = True
 
-    def __init__(self, model: BaseChatModel) -> None:
+    def __init__(self, model: BaseChatModel, retry: RetryPolicy | None = None) -> None:
         self.model = model
-        self.generated_by = f"llm:{model_name(model)}"
+        self.name = model_name(model)
+        self.retry = retry or RetryPolicy()
+        self.generated_by = f"llm:{self.name}"
 
     def messages(self, request: AnswerRequest) -> list[BaseMessage]:
         system = search_hints(request.memory_context) + ANSWER_SYSTEM.format(
@@ -59,19 +64,27 @@ class LLMAnswerer:
         return [SystemMessage(system), *request.history, HumanMessage(request.question)]
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        reply = self.model.invoke(self.messages(request), config)
+        messages = self.messages(request)
+        reply = self.retry.call(
+            lambda: self.model.invoke(messages, config), model=self.name, role="answer"
+        )
         return Answer(_text(reply).strip(), self.generated_by, llm=True)
 
     async def aanswer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        reply = await self.model.ainvoke(self.messages(request), config)
+        messages = self.messages(request)
+        reply = await self.retry.acall(
+            lambda: self.model.ainvoke(messages, config), model=self.name, role="answer"
+        )
         return Answer(_text(reply).strip(), self.generated_by, llm=True)
 
 
 class LLMGrader:
     """Structured grade from the model; see ``Grade`` for the fields it must fill."""
 
-    def __init__(self, model: BaseChatModel) -> None:
+    def __init__(self, model: BaseChatModel, retry: RetryPolicy | None = None) -> None:
         self.runnable = model.with_structured_output(Grade)
+        self.name = model_name(model)
+        self.retry = retry or RetryPolicy()
 
     def messages(self, request: AnswerRequest) -> list[BaseMessage]:
         human = GRADE_HUMAN.format(
@@ -90,17 +103,29 @@ class LLMGrader:
         raise TypeError(f"the grader returned {type(reply).__name__}, not a Grade")
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        return self.parse(self.runnable.invoke(self.messages(request), config))
+        messages = self.messages(request)
+        return self.parse(
+            self.retry.call(
+                lambda: self.runnable.invoke(messages, config), model=self.name, role="grade"
+            )
+        )
 
     async def agrade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        return self.parse(await self.runnable.ainvoke(self.messages(request), config))
+        messages = self.messages(request)
+        return self.parse(
+            await self.retry.acall(
+                lambda: self.runnable.ainvoke(messages, config), model=self.name, role="grade"
+            )
+        )
 
 
 class LLMRewriter:
     """A new search query from the model, never one already tried."""
 
-    def __init__(self, model: BaseChatModel) -> None:
+    def __init__(self, model: BaseChatModel, retry: RetryPolicy | None = None) -> None:
         self.model = model
+        self.name = model_name(model)
+        self.retry = retry or RetryPolicy()
 
     def messages(self, request: AnswerRequest, tried: Sequence[str]) -> list[BaseMessage]:
         listed = "\n".join(f"- {t}" for t in tried) or "- (none)"
@@ -119,9 +144,17 @@ class LLMRewriter:
     def rewrite(
         self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
     ) -> str | None:
-        return self.parse(self.model.invoke(self.messages(request, tried), config), tried)
+        messages = self.messages(request, tried)
+        reply = self.retry.call(
+            lambda: self.model.invoke(messages, config), model=self.name, role="rewrite"
+        )
+        return self.parse(reply, tried)
 
     async def arewrite(
         self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
     ) -> str | None:
-        return self.parse(await self.model.ainvoke(self.messages(request, tried), config), tried)
+        messages = self.messages(request, tried)
+        reply = await self.retry.acall(
+            lambda: self.model.ainvoke(messages, config), model=self.name, role="rewrite"
+        )
+        return self.parse(reply, tried)

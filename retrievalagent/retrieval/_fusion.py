@@ -1,9 +1,14 @@
 """Fusion of the dense and BM25 ranked lists into one.
 
-Reciprocal rank fusion only sees ranks; with a strong dense retriever and a weak BM25 list
-it can rank below dense alone. The score-based fusions normalise each list and mix them;
-``adaptive`` also moves weight, per query, toward the list that is more sure of its top
-results. Which one is the default is decided by the benchmarks (see docs/benchmarks.md).
+Reciprocal rank fusion only sees ranks; with one strong and one weak retriever it can rank
+below the strong one alone. The score-based fusions min-max normalise each candidate list
+and mix them with a convex combination (``convex``, the default). ``adaptive`` also moves
+weight away from BM25, per query, when part of the query's terms occur nowhere in the
+corpus: BM25 is then blind to that part of the question (a synonym, a spelling variant)
+and the dense list, which matches meaning, deserves more trust. On a small corpus many
+ordinary words are absent, so that signal fires too often there; it is an option, not the
+default. The default method and its weight are chosen by ``bench/quality.py`` on held-out
+queries (see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -33,22 +38,33 @@ class FusedHit:
 
 
 class Fuser(Protocol):
-    """Turns the dense and lexical result lists into one ranked list."""
+    """Turns the dense and lexical result lists into one ranked list.
+
+    ``coverage`` is the share (by weight) of the BM25 query's terms that occur in the corpus
+    (1.0 when unknown); fusers that do not use it ignore it.
+    """
 
     name: str
+    uses_coverage: bool
 
-    def __call__(self, dense: Sequence[Hit], lexical: Sequence[Hit]) -> list[FusedHit]: ...
+    def __call__(
+        self, dense: Sequence[Hit], lexical: Sequence[Hit], coverage: float = 1.0
+    ) -> list[FusedHit]: ...
 
 
 def _collect(dense: Sequence[Hit], lexical: Sequence[Hit]) -> dict[str, FusedHit]:
     merged: dict[str, FusedHit] = {}
     for rank, hit in enumerate(dense, 1):
-        merged[hit.id] = FusedHit(hit.id, 0.0, hit.payload, dense_rank=rank, dense_score=hit.score)
+        if hit.id not in merged:
+            merged[hit.id] = FusedHit(
+                hit.id, 0.0, hit.payload, dense_rank=rank, dense_score=hit.score
+            )
     for rank, hit in enumerate(lexical, 1):
         item = merged.get(hit.id)
         if item is None:
             item = merged[hit.id] = FusedHit(hit.id, 0.0, hit.payload)
-        item.lexical_rank, item.lexical_score = rank, hit.score
+        if item.lexical_rank is None:
+            item.lexical_rank, item.lexical_score = rank, hit.score
     return merged
 
 
@@ -67,8 +83,11 @@ class RRF:
     k: int = 60
     dense_weight: float = 0.5
     name: str = "rrf"
+    uses_coverage: bool = False
 
-    def __call__(self, dense: Sequence[Hit], lexical: Sequence[Hit]) -> list[FusedHit]:
+    def __call__(
+        self, dense: Sequence[Hit], lexical: Sequence[Hit], coverage: float = 1.0
+    ) -> list[FusedHit]:
         items = _collect(dense, lexical)
         wd, wl = 2 * self.dense_weight, 2 * (1 - self.dense_weight)
         for h in items.values():
@@ -78,64 +97,61 @@ class RRF:
         return _ranked(items)
 
 
-def _dense_norm(score: float | None) -> float:
-    # Cosine similarity: its theoretical range is known, so no per-query min-max (which
-    # would stretch a list of uniformly poor matches to look confident).
-    return 0.0 if score is None else max(0.0, min(1.0, score))
+def _minmax(score: float | None, low: float, high: float) -> float:
+    """``score`` scaled to [0, 1] within its list; a flat list counts as all 1."""
+    if score is None:
+        return 0.0
+    return (score - low) / (high - low) if high > low else 1.0
 
 
-def _lexical_norm(scores: Sequence[float]) -> tuple[float, float]:
-    # BM25 has no fixed maximum: scale by the best score of this query, floor at 0.
-    top = max(scores, default=0.0)
-    return (top, 0.0) if top > 0 else (1.0, 0.0)
+def _bounds(scores: Sequence[float]) -> tuple[float, float]:
+    return (min(scores), max(scores)) if scores else (0.0, 0.0)
 
 
 @dataclass(frozen=True)
 class Convex:
-    """``w * cosine + (1 - w) * bm25 / max_bm25``, missing scores counted as 0.
+    """``w * minmax(dense) + (1 - w) * minmax(bm25)``; a passage missing from a list gets 0.
 
-    With ``adaptive=True`` the BM25 weight shrinks for queries whose BM25 list is flat
-    (its best hit barely beats the rest: the terms matched nothing distinctive) and the
-    dense weight shrinks when the dense list is flat, so each query leans on the retriever
-    that separates its candidates.
+    Each list is min-max normalised over its own candidates (``fetch_k`` of them), which
+    puts cosine similarities and unbounded BM25 scores on one scale. With
+    ``adaptive=True`` the BM25 weight becomes ``(1 - w) * coverage ** coverage_power``
+    and the dense weight the rest, so a query whose words the corpus lacks leans on the
+    dense list.
     """
 
     dense_weight: float = 0.5
     adaptive: bool = False
+    coverage_power: float = 2.0
     name: str = "convex"
 
-    def __call__(self, dense: Sequence[Hit], lexical: Sequence[Hit]) -> list[FusedHit]:
+    @property
+    def uses_coverage(self) -> bool:
+        return self.adaptive
+
+    def weights(self, has_dense: bool, has_lexical: bool, coverage: float) -> tuple[float, float]:
+        if not has_lexical:
+            return 1.0, 0.0
+        if not has_dense:
+            return 0.0, 1.0
+        wl = 1.0 - self.dense_weight
+        if self.adaptive:
+            wl *= max(0.0, min(1.0, coverage)) ** self.coverage_power
+        return 1.0 - wl, wl
+
+    def __call__(
+        self, dense: Sequence[Hit], lexical: Sequence[Hit], coverage: float = 1.0
+    ) -> list[FusedHit]:
         items = _collect(dense, lexical)
-        top, _ = _lexical_norm([h.score for h in lexical])
-        wd, wl = self.dense_weight, 1 - self.dense_weight
-        if self.adaptive and dense and lexical:
-            sd, sl = (
-                _separation([h.score for h in dense]),
-                _separation([h.score / top for h in lexical]),
-            )
-            if sd + sl > 0:
-                wd, wl = wd * (0.5 + sd / (sd + sl)), wl * (0.5 + sl / (sd + sl))
-                total = wd + wl
-                wd, wl = wd / total, wl / total
-        elif not lexical:
-            wd, wl = 1.0, 0.0
-        elif not dense:
-            wd, wl = 0.0, 1.0
+        wd, wl = self.weights(bool(dense), bool(lexical), coverage)
+        dlo, dhi = _bounds([h.score for h in dense])
+        llo, lhi = _bounds([h.score for h in lexical])
+        extra = {"w_dense": round(wd, 3), "w_lexical": round(wl, 3)}
         for h in items.values():
-            h.score = wd * _dense_norm(h.dense_score) + wl * (
-                (h.lexical_score or 0.0) / top if h.lexical_score else 0.0
+            h.score = wd * _minmax(h.dense_score, dlo, dhi) + wl * _minmax(
+                h.lexical_score, llo, lhi
             )
-            h.extra = {"w_dense": round(wd, 3), "w_lexical": round(wl, 3)}
+            h.extra = dict(extra)
         return _ranked(items)
-
-
-def _separation(scores: Sequence[float], head: int = 10) -> float:
-    """How far the best score stands above the mean of the top ``head`` (0 = flat list)."""
-    top = list(scores[:head])
-    if len(top) < 2:
-        return 0.0
-    mean = sum(top) / len(top)
-    return max(0.0, top[0] - mean)
 
 
 def make_fuser(method: str, *, rrf_k: int = 60, dense_weight: float = 0.5) -> Fuser:
@@ -152,7 +168,11 @@ def make_fuser(method: str, *, rrf_k: int = 60, dense_weight: float = 0.5) -> Fu
 
 
 def fuse(
-    method: str, dense: Sequence[Hit], lexical: Sequence[Hit], **kwargs: Any
+    method: str,
+    dense: Sequence[Hit],
+    lexical: Sequence[Hit],
+    coverage: float = 1.0,
+    **kwargs: Any,
 ) -> list[FusedHit]:
     """Fuse two ranked lists with the named method."""
-    return make_fuser(method, **kwargs)(dense, lexical)
+    return make_fuser(method, **kwargs)(dense, lexical, coverage)

@@ -8,6 +8,7 @@ just want passages (``as_retriever``, benchmarks).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from collections import OrderedDict
@@ -20,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 from retrievalagent.retrieval._fusion import FusedHit, Fuser
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
-from retrievalagent.retrieval._types import Condition, Hit, parse_filter
+from retrievalagent.retrieval._types import Condition, Hit, Sparse, parse_filter
 
 __all__ = ["HybridSearcher", "QueryEmbedder", "to_source"]
 
@@ -132,7 +133,12 @@ def to_source(hit: FusedHit | Hit) -> dict[str, Any]:
 
 
 class HybridSearcher:
-    """Dense + BM25 search over ``index`` and fusion of the two lists."""
+    """Dense + BM25 search over ``index`` and fusion of the two lists.
+
+    The two searches ask the index for ids and scores only when it can skip payloads
+    (the embedded index can: loading ``fetch_k`` payloads per list cost more than the
+    search itself); the payloads of the few fused winners are then fetched in one call.
+    """
 
     def __init__(
         self,
@@ -147,6 +153,7 @@ class HybridSearcher:
         self.encoder = encoder
         self.fuser = fuser
         self.fetch_k = fetch_k
+        self._ids_only = _accepts_with_payload(index)
 
     def conditions(self, filter: Mapping[str, Any] | None) -> list[Condition]:
         return parse_filter(filter)
@@ -157,7 +164,18 @@ class HybridSearcher:
         conditions: Sequence[Condition] = (),
         limit: int | None = None,
     ) -> list[Hit]:
+        """Nearest chunks (payloads only if the index cannot leave them out)."""
+        if self._ids_only:
+            return self.index.dense_search(  # type: ignore[call-arg]
+                vector, limit or self.fetch_k, conditions, with_payload=False
+            )
         return self.index.dense_search(vector, limit or self.fetch_k, conditions)
+
+    def lexical_query(
+        self, query: str, memory_terms: str = "", memory_weight: float = 1.0
+    ) -> Sparse:
+        groups = [(memory_terms, memory_weight)] if memory_terms else []
+        return self.encoder.encode_query(query, groups)
 
     def lexical_hits(
         self,
@@ -167,12 +185,51 @@ class HybridSearcher:
         memory_weight: float = 1.0,
         limit: int | None = None,
     ) -> list[Hit]:
-        groups = [(memory_terms, memory_weight)] if memory_terms else []
-        vector = self.encoder.encode_query(query, groups)
+        """Best BM25 matches for the question (plus recalled memory terms)."""
+        vector = self.lexical_query(query, memory_terms, memory_weight)
+        if self._ids_only:
+            return self.index.sparse_search(  # type: ignore[call-arg]
+                vector, limit or self.fetch_k, conditions, with_payload=False
+            )
         return self.index.sparse_search(vector, limit or self.fetch_k, conditions)
 
-    def fuse(self, dense: Sequence[Hit], lexical: Sequence[Hit], top_k: int) -> list[FusedHit]:
-        return self.fuser(dense, lexical)[:top_k]
+    def coverage(self, query: str, memory_terms: str = "", memory_weight: float = 1.0) -> float:
+        """Share (by weight) of the BM25 query's terms that occur somewhere in the corpus."""
+        vector = self.lexical_query(query, memory_terms, memory_weight)
+        total = sum(vector.values)
+        if total <= 0:
+            return 1.0
+        absent = self.index.absent_terms(vector.indices)
+        present = sum(
+            w for t, w in zip(vector.indices, vector.values, strict=True) if t not in absent
+        )
+        return present / total
+
+    # -- fusion ----------------------------------------------------------------------------
+    def fuse(
+        self,
+        dense: Sequence[Hit],
+        lexical: Sequence[Hit],
+        top_k: int,
+        query: str | None = None,
+        memory_terms: str = "",
+        memory_weight: float = 1.0,
+    ) -> list[FusedHit]:
+        """The ``top_k`` best of both lists (``query`` lets an adaptive fuser weigh them)."""
+        coverage = 1.0
+        if query is not None and self.fuser.uses_coverage and lexical:
+            coverage = self.coverage(query, memory_terms, memory_weight)
+        return self.fuser(dense, lexical, coverage)[:top_k]
+
+    def with_payloads(self, fused: Sequence[FusedHit]) -> list[FusedHit]:
+        """``fused`` with their payloads; a passage deleted meanwhile is left out."""
+        payloads = self.index.retrieve([h.id for h in fused])
+        out = []
+        for hit in fused:
+            if hit.id in payloads:
+                hit.payload = payloads[hit.id]
+                out.append(hit)
+        return out
 
     def search(
         self,
@@ -190,13 +247,17 @@ class HybridSearcher:
         t2 = time.perf_counter()
         lexical = self.lexical_hits(query, memory_terms, conditions)
         t3 = time.perf_counter()
-        fused = self.fuse(dense, lexical, top_k)
+        fused = self.fuse(dense, lexical, top_k, query, memory_terms)
         t4 = time.perf_counter()
+        if self._ids_only:
+            fused = self.with_payloads(fused)
+        t5 = time.perf_counter()
         return fused, {
             "embed_ms": (t1 - t0) * 1e3,
             "dense_ms": (t2 - t1) * 1e3,
             "lexical_ms": (t3 - t2) * 1e3,
             "fuse_ms": (t4 - t3) * 1e3,
+            "payload_ms": (t5 - t4) * 1e3,
         }
 
     async def asearch(
@@ -212,4 +273,19 @@ class HybridSearcher:
             asyncio.to_thread(self.dense_hits, vector, conditions),
             asyncio.to_thread(self.lexical_hits, query, memory_terms, conditions),
         )
-        return self.fuse(dense, lexical, top_k)
+        fused = self.fuse(dense, lexical, top_k, query, memory_terms)
+        if self._ids_only:
+            fused = await asyncio.to_thread(self.with_payloads, fused)
+        return fused
+
+
+def _accepts_with_payload(index: VectorIndex) -> bool:
+    """Whether the index's searches take ``with_payload=False`` (ids and scores only)."""
+    try:
+        params = (
+            inspect.signature(index.dense_search).parameters,
+            inspect.signature(index.sparse_search).parameters,
+        )
+    except (TypeError, ValueError):
+        return False
+    return all("with_payload" in p for p in params)

@@ -72,7 +72,9 @@ class ServerIndex:
         from qdrant_client import QdrantClient
 
         client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
-        return cls(client, collection, location=f"{url} (collection {collection!r})")
+        from retrievalagent._inputs import redact_url
+
+        return cls(client, collection, location=f"{redact_url(url)} (collection {collection!r})")
 
     def ensure(self, dimension: int) -> None:
         if self._ready:

@@ -1,0 +1,71 @@
+"""Checks on what callers hand the agent on every call: questions, user ids and thread ids.
+
+They run before any work starts, so bad input is a ``ConfigError`` (a ``ValueError``) that
+says what is wrong, never a failure deep inside the embedder, a checkpointer or a store.
+
+* A question must be a string; it is trimmed, control characters other than tab and
+  newline become spaces (they break JSON columns in PostgreSQL and tokenizers alike),
+  unpaired surrogates become U+FFFD, and the result must be non-empty and at most
+  ``max_question_chars`` characters (default 8000, ``RAG_MAX_QUESTION_CHARS``).
+* A user id or thread id must be a string (an int or UUID is turned into one) of at most
+  256 characters with no control characters. Separators such as ``.`` and ``/`` are allowed;
+  memory backends escape them where their storage gives them a meaning.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from retrievalagent.errors import ConfigError
+
+__all__ = ["MAX_ID_CHARS", "check_id", "clean_question", "redact_url"]
+
+MAX_ID_CHARS = 256
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def clean_question(question: Any, max_chars: int) -> str:
+    """The question as the agent uses it, or ``ConfigError`` saying why it cannot be used."""
+    if not isinstance(question, str):
+        raise ConfigError(f"question must be a string, not {type(question).__name__}")
+    text = question.strip()
+    if len(text) > max_chars:
+        raise ConfigError(
+            f"question is {len(text)} characters long; the limit is {max_chars} "
+            "(setting max_question_chars, env RAG_MAX_QUESTION_CHARS)"
+        )
+    text = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text)).strip()
+    if not text:
+        raise ConfigError("question must be a non-empty string (it is empty or only whitespace)")
+    return text
+
+
+def check_id(value: Any, what: str) -> str:
+    """A user or thread id as a string, or ``ConfigError`` naming ``what`` and the problem."""
+    if isinstance(value, int | uuid.UUID) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{what} must be a string, not {type(value).__name__}")
+    if len(value) > MAX_ID_CHARS:
+        raise ConfigError(f"{what} is {len(value)} characters long; the limit is {MAX_ID_CHARS}")
+    if _ID_CONTROL.search(value) or _SURROGATE.search(value):
+        raise ConfigError(f"{what}={value!r} is invalid: it contains control characters")
+    return value
+
+
+def redact_url(url: str) -> str:
+    """``url`` as messages and reprs may show it: no user info (passwords) or query string
+    (API keys are sometimes passed there)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc.rsplit("@", 1)[-1]
+    except ValueError:
+        return "<unparsable URL>"
+    netloc = f"***@{host}" if "@" in parts.netloc else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))

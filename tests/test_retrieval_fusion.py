@@ -1,0 +1,171 @@
+"""Fusion methods, id-only searches with payloads fetched after fusion, and edge compaction."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from retrievalagent.errors import EmbeddingModelError
+from retrievalagent.retrieval import EdgeIndex, make_fuser
+from retrievalagent.retrieval._types import Hit, Sparse
+
+
+def hits(*pairs: tuple[str, float]) -> list[Hit]:
+    return [Hit(pid, score, {}) for pid, score in pairs]
+
+
+DENSE = hits(("a", 0.71), ("b", 0.70), ("c", 0.40))
+LEXICAL = hits(("c", 14.0), ("d", 9.0), ("b", 2.0))
+
+
+def order(method: str, coverage: float = 1.0, **kw: Any) -> list[str]:
+    return [h.id for h in make_fuser(method, **kw)(DENSE, LEXICAL, coverage)]
+
+
+def test_convex_min_max_normalises_each_list_and_mixes_them() -> None:
+    fused = make_fuser("convex", dense_weight=0.5)(DENSE, LEXICAL)
+    scores = {h.id: round(h.score, 4) for h in fused}
+    # a: dense best (1.0), absent from BM25 -> 0.5; c: dense worst (0), BM25 best (1) -> 0.5
+    assert scores["a"] == 0.5 and scores["c"] == 0.5
+    assert scores["b"] == round(0.5 * (0.30 / 0.31), 4)  # dense near the top, BM25 bottom
+    assert [h.id for h in fused][:2] == ["a", "c"]  # tie broken toward the better dense rank
+
+
+def test_convex_weights_at_the_extremes_follow_one_list() -> None:
+    assert order("convex", dense_weight=1.0)[:3] == ["a", "b", "c"]
+    assert order("convex", dense_weight=0.0)[:2] == ["c", "d"]
+
+
+def test_one_empty_list_gives_the_other_all_the_weight() -> None:
+    only_dense = make_fuser("convex", dense_weight=0.2)(DENSE, [])
+    assert [h.id for h in only_dense] == ["a", "b", "c"]
+    assert only_dense[0].extra == {"w_dense": 1.0, "w_lexical": 0.0}
+
+
+def test_adaptive_lowers_bm25_weight_when_query_words_are_unknown() -> None:
+    fuser = make_fuser("adaptive", dense_weight=0.5)
+    assert fuser.uses_coverage and not make_fuser("convex").uses_coverage
+    full = fuser(DENSE, LEXICAL, 1.0)
+    half = fuser(DENSE, LEXICAL, 0.5)
+    assert full[0].extra["w_lexical"] == 0.5
+    assert half[0].extra["w_lexical"] == 0.125  # (1 - 0.5) * 0.5 ** 2
+    assert [h.id for h in full] == order("convex", dense_weight=0.5)
+    assert half[0].id == "a"
+
+
+def test_rrf_ignores_scores_and_coverage() -> None:
+    assert order("rrf") == order("rrf", coverage=0.1)
+    assert order("rrf")[0] in {"b", "c"}  # in both lists
+
+
+def _vectors(n: int, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, 8)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _fill(index: EdgeIndex, n: int) -> list[str]:
+    ids = [str(uuid.UUID(int=i + 1)) for i in range(n)]
+    vecs = _vectors(n)
+    sparse = [Sparse([i % 50, 50 + i % 7], [1.0, 0.5]) for i in range(n)]
+    payloads = [
+        {"text": f"passage {i}", "source": f"s{i // 10}", "doc_hash": "h"} for i in range(n)
+    ]
+    index.upsert(ids, vecs.tolist(), sparse, payloads)
+    return ids
+
+
+def test_edge_searches_can_skip_payloads_and_fetch_them_later(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path / "idx")
+    index.ensure(8)
+    try:
+        _fill(index, 40)
+        query = _vectors(1, seed=3)[0].tolist()
+        full = index.dense_search(query, 5)
+        bare = index.dense_search(query, 5, with_payload=False)
+        assert [h.id for h in bare] == [h.id for h in full]
+        assert all(h.payload == {} for h in bare) and all(h.payload for h in full)
+        sparse = index.sparse_search(Sparse([3], [1.0]), 5, with_payload=False)
+        assert sparse and all(h.payload == {} for h in sparse)
+        assert index.retrieve([full[0].id])[full[0].id] == full[0].payload
+    finally:
+        index.close()
+
+
+def test_new_edge_shards_search_exactly_and_optimize_keeps_results(tmp_path: Path) -> None:
+    path = tmp_path / "idx"
+    index = EdgeIndex(path)
+    index.ensure(8)
+    try:
+        config = json.loads((path / "edge_config.json").read_text())
+        assert config["hnsw_config"]["m"] == 0  # no graph: brute force, cheap to optimize
+        _fill(index, 300)
+        query = _vectors(1, seed=5)[0].tolist()
+        vecs = _vectors(300)
+        exact = np.argsort(-(vecs @ np.asarray(query)))[:10]
+        before = [h.id for h in index.dense_search(query, 10)]
+        assert before == [str(uuid.UUID(int=int(i) + 1)) for i in exact]
+        index.optimize()
+        assert [h.id for h in index.dense_search(query, 10)] == before
+        assert index.count() == 300
+    finally:
+        index.close()
+    reopened = EdgeIndex(path)
+    reopened.ensure(8)
+    try:
+        assert [h.id for h in reopened.dense_search(query, 10)] == before
+    finally:
+        reopened.close()
+
+
+def test_search_attaches_payloads_of_the_winners_and_skips_deleted_ones(make_agent) -> None:
+    agent = make_agent("fusion-payloads")
+    agent.add_documents(
+        [
+            "The harbour opens at dawn for the fishing boats.",
+            "Bananas are yellow when ripe and green before.",
+            "The lighthouse keeper logs every ship at night.",
+        ]
+    )
+    searcher = agent._components.searcher
+    hits_, timings = searcher.search("When does the harbour open?", top_k=2)
+    assert hits_ and all(h.payload.get("text") for h in hits_)
+    assert "payload_ms" in timings
+    fused = searcher.fuse(
+        searcher.dense_hits(searcher.embedder.embed("harbour")),
+        searcher.lexical_hits("harbour"),
+        top_k=3,
+    )
+    assert all(h.payload == {} for h in fused)  # the searches returned ids and scores only
+    gone = agent.index.retrieve([fused[0].id])[fused[0].id]["source"]
+    agent.delete_documents(gone)
+    kept = searcher.with_payloads(fused)
+    assert fused[0].id not in {h.id for h in kept} and len(kept) == len(fused) - 1
+    assert all(h.payload["source"] != gone for h in kept)
+
+
+def test_preload_loads_in_the_background_and_a_failure_surfaces_later(monkeypatch) -> None:
+    from retrievalagent.embeddings import MiniLMEmbeddings
+
+    model = MiniLMEmbeddings()
+    model.preload()
+    assert isinstance(model._preload, threading.Thread)
+    model._preload.join(timeout=60)
+    assert model._session is not None
+    assert len(model.embed_query("ready")) == 384
+
+    broken = MiniLMEmbeddings()
+
+    def fail() -> Any:
+        raise EmbeddingModelError("model file damaged")
+
+    monkeypatch.setattr(broken, "_open", fail)
+    broken.preload()
+    broken._preload.join(timeout=60)
+    with pytest.raises(EmbeddingModelError, match="damaged"):
+        broken.embed_query("anything")
