@@ -36,6 +36,8 @@ VECTORS = CACHE / "vectors"
 AGENTS = CACHE / "agents"
 # Big enough that every evaluation passage stays one chunk (the longest is ~3,000 characters).
 BENCH_CHUNK_SIZE = 4000
+# Bumped when the library changes how it lays out an index, so cached indexes get rebuilt.
+INDEX_FORMAT = "edge: exact dense, memory-mapped keyword indexes, optimized after ingest"
 
 log = logging.getLogger("bench")
 
@@ -326,7 +328,7 @@ def build_collection(
     """
     marker = AGENTS / collection / "built.json"
     digest = hashlib.sha1(
-        "\n".join(p["id"] + "\x00" + p["text"] for p in passages).encode()
+        "\n".join([INDEX_FORMAT, *(p["id"] + "\x00" + p["text"] for p in passages)]).encode()
     ).hexdigest()
     if marker.exists():
         info = json.loads(marker.read_text())

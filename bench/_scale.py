@@ -69,9 +69,13 @@ def _prefix(n_chunks: int) -> list[dict[str, Any]]:
 
 def queries(n: int = 200) -> list[str]:
     """Query texts for latency runs: the scale set's own, else the evaluation sets'."""
-    from bench.datasets import load
+    from bench.datasets import load, path
+    from bench.datasets.passages import read_jsonl
 
-    _, qs = _scale()
+    # Only the queries file: loading the 100k-passage corpus would inflate the RSS measured
+    # by the process that calls this.
+    qfile = path("scale") / "queries.jsonl"
+    qs = read_jsonl(qfile) if qfile.exists() else _scale()[1]
     texts = [q["query"] for q in qs]
     if len(texts) < n:
         for name in ("manpages", "pydocs"):

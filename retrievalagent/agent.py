@@ -588,7 +588,8 @@ def init_agent(
         checkpointer: Any LangGraph checkpointer (or a ``from_conn_string(...)`` context
             manager, which is entered for you) for per-thread conversations.
         memory_store: A LangGraph ``BaseStore`` for per-user long-term memory.
-        mem0_memory: A mem0 ``Memory`` / ``AsyncMemory`` (wins over ``memory_store``).
+        mem0_memory: A mem0 ``Memory`` / ``AsyncMemory``, or a ready
+            :class:`~retrievalagent.memory.Mem0Backend` (wins over ``memory_store``).
         memory: ``True`` for an embedded mem0 built from this agent's model and embeddings.
         qdrant_client: A ready ``QdrantClient`` to use instead of ``backend_url``.
         **settings: Any field of :class:`~retrievalagent.Settings` (``top_k``,
@@ -648,7 +649,10 @@ def init_agent(
         retry = RetryPolicy(retries=cfg.model_retries, backoff=cfg.model_backoff)
         backend_impl: MemoryBackend | None = None
         if mem0_memory is not None:
-            backend_impl = Mem0Backend(mem0_memory)
+            # A ready Mem0Backend keeps its options (e.g. infer=False with an LLM-backed mem0).
+            backend_impl = (
+                mem0_memory if isinstance(mem0_memory, Mem0Backend) else Mem0Backend(mem0_memory)
+            )
         elif memory:
             embedded = embedded_mem0(
                 Path(cfg.data_dir), collection, chat_model, embedder, int(dimension)

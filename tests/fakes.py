@@ -30,10 +30,17 @@ class ScriptedChatModel(BaseChatModel):
     """
 
     replies: list[Any] = Field(default_factory=lambda: ["Scripted answer [1]."])
-    grades: list[Any] = Field(default_factory=lambda: [
-        {"sufficient": True, "confidence": 0.9, "memory_worth_storing": False,
-         "memory_confidence": 0.0, "memory_fact": ""}
-    ])
+    grades: list[Any] = Field(
+        default_factory=lambda: [
+            {
+                "sufficient": True,
+                "confidence": 0.9,
+                "memory_worth_storing": False,
+                "memory_confidence": 0.0,
+                "memory_fact": "",
+            }
+        ]
+    )
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _grade_prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _reply_index: int = PrivateAttr(default=0)
@@ -63,13 +70,22 @@ class ScriptedChatModel(BaseChatModel):
         self._prompts.append(list(messages))
         return str(self._next(self.replies, "_reply_index", messages))
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=AIMessage(self._text(messages)))])
 
-    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                run_manager: CallbackManagerForLLMRun | None = None,
-                **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
         text = self._text(messages)
         pieces = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
         for piece in pieces:

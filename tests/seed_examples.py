@@ -17,8 +17,22 @@ from pathlib import Path
 import pytest
 
 SEED = "003_5ebf319bd6cd3212.txt"
-_STARTS = ("from ", "import ", "rag", "config", "state", "with ", "checkpointer", "store",
-           "mem ", "mem=", "await ", "for ", "ainvoke", "#")
+_STARTS = (
+    "from ",
+    "import ",
+    "rag",
+    "config",
+    "state",
+    "with ",
+    "checkpointer",
+    "store",
+    "mem ",
+    "mem=",
+    "await ",
+    "for ",
+    "ainvoke",
+    "#",
+)
 
 
 def seed_path() -> Path | None:
@@ -39,7 +53,9 @@ def _compiles(source: str) -> bool:
     return True
 
 
-_CODE_LINE = re.compile(r"^([A-Za-z_][\w.]*\s*(=|\(|\[)|[)\]}\"'#]|(from|import|with|for|if|await|async|return)\b)")
+_CODE_LINE = re.compile(
+    r"^([A-Za-z_][\w.]*\s*(=|\(|\[)|[)\]}\"'#]|(from|import|with|for|if|await|async|return)\b)"
+)
 
 
 def _looks_like_code(line: str) -> bool:
@@ -76,8 +92,9 @@ def seed_blocks() -> list[SeedBlock]:
         end = i + 1
         while end < len(lines) and _looks_like_code(lines[end]):
             end += 1
-        best = max((e for e in range(i + 1, end + 1) if _compiles("\n".join(lines[i:e]))),
-                   default=i + 1)
+        best = max(
+            (e for e in range(i + 1, end + 1) if _compiles("\n".join(lines[i:e]))), default=i + 1
+        )
         code = "\n".join(lines[i:best]).strip("\n")
         statements = "\n".join(x for x in code.splitlines() if not x.strip().startswith("#"))
         if any(word in statements for word in ("init_agent", "rag.", "Memory", "store")):
@@ -99,8 +116,9 @@ def run_block(block: SeedBlock, namespace: dict[str, object]) -> dict[str, objec
     import asyncio
     import inspect
 
-    code = compile(block.code, f"<seed line {block.line}>", "exec",
-                   flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    code = compile(
+        block.code, f"<seed line {block.line}>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    )
     result = eval(code, namespace)  # the spec's own example
     if inspect.iscoroutine(result):
         asyncio.run(result)

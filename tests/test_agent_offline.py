@@ -15,23 +15,31 @@ from langgraph.checkpoint.memory import MemorySaver
 from retrievalagent import AgentResult, ConfigError
 from retrievalagent.graph import NODE_NAMES
 
-QUESTIONS = json.loads((Path(__file__).resolve().parents[1] / "retrievalagent" / "sample_docs" /
-                        "questions.json").read_text())
+QUESTIONS = json.loads(
+    (
+        Path(__file__).resolve().parents[1] / "retrievalagent" / "sample_docs" / "questions.json"
+    ).read_text()
+)
 
 
 @pytest.fixture(scope="module")
 def rag(minilm, tmp_path_factory):
     from retrievalagent import init_agent, sample_docs_path
 
-    agent = init_agent("sample", backend_url=":memory:", embeddings=minilm,
-                       data_dir=tmp_path_factory.mktemp("data"))
+    agent = init_agent(
+        "sample",
+        backend_url=":memory:",
+        embeddings=minilm,
+        data_dir=tmp_path_factory.mktemp("data"),
+    )
     agent.add_documents(sample_docs_path())
     yield agent
     agent.close()
 
 
-@pytest.mark.parametrize("q", [q for q in QUESTIONS if q["kind"] == "lexical"],
-                         ids=lambda q: q["question"][:40])
+@pytest.mark.parametrize(
+    "q", [q for q in QUESTIONS if q["kind"] == "lexical"], ids=lambda q: q["question"][:40]
+)
 def test_lexical_questions_cite_the_right_file_and_quote_it(rag, q) -> None:
     state = rag.invoke(q["question"])
     assert any(s["source"].endswith(q["source"]) for s in state.sources[:3])
@@ -43,8 +51,10 @@ def test_lexical_questions_cite_the_right_file_and_quote_it(rag, q) -> None:
 
 def test_most_paraphrased_questions_find_their_file(rag) -> None:
     para = [q for q in QUESTIONS if q["kind"] == "paraphrase"]
-    found = sum(any(s["source"].endswith(q["source"]) for s in rag.invoke(q["question"]).sources[:3])
-                for q in para)
+    found = sum(
+        any(s["source"].endswith(q["source"]) for s in rag.invoke(q["question"]).sources[:3])
+        for q in para
+    )
     assert found >= len(para) - 2, f"{found}/{len(para)}"
 
 
@@ -89,15 +99,26 @@ def test_filters_apply_to_the_whole_graph(rag) -> None:
 def test_insufficient_answers_trigger_a_bounded_rewrite(minilm, tmp_path) -> None:
     from retrievalagent import init_agent
 
-    with init_agent("tiny", backend_url=":memory:", embeddings=minilm, data_dir=tmp_path,
-                    min_confidence=0.99, max_retries=2) as agent:
-        agent.add_documents(["Bananas are yellow fruit rich in potassium.",
-                             "The harbour opens at dawn for the fishing boats."])
+    with init_agent(
+        "tiny",
+        backend_url=":memory:",
+        embeddings=minilm,
+        data_dir=tmp_path,
+        min_confidence=0.99,
+        max_retries=2,
+    ) as agent:
+        agent.add_documents(
+            [
+                "Bananas are yellow fruit rich in potassium.",
+                "The harbour opens at dawn for the fishing boats.",
+            ]
+        )
         state = agent.invoke("Which colour are bananas?")
     rewrites = [e for e in state.trace if e["node"] == "rewrite"]
     grades = [e for e in state.trace if e["node"] == "final_grade"]
     assert 1 <= len(rewrites) <= 2 and len(grades) == len(rewrites) + 1 - sum(
-        1 for e in rewrites if e.get("skipped"))
+        1 for e in rewrites if e.get("skipped")
+    )
     queries = [e["query"] for e in rewrites if e.get("query")]
     assert len(queries) == len(set(queries)) and state.question not in queries
     assert len(state.messages) == 2  # one answer per turn, whatever the retries
@@ -144,9 +165,10 @@ async def test_astream_matches(rag) -> None:
 def test_chat_uses_history_without_persistence(rag) -> None:
     answer = rag.chat("What is the default value of snapshot cadence?")
     assert isinstance(answer, str) and "6h" in answer
-    follow = rag.chat("How many daily snapshots does keep_daily keep by default?",
-                      history=[("user", "What is the default value of snapshot cadence?"),
-                               ("assistant", answer)])
+    follow = rag.chat(
+        "How many daily snapshots does keep_daily keep by default?",
+        history=[("user", "What is the default value of snapshot cadence?"), ("assistant", answer)],
+    )
     assert "14" in follow
     with pytest.raises(ConfigError, match="role"):
         rag.chat("x", history=[("robot", "beep")])
@@ -155,8 +177,13 @@ def test_chat_uses_history_without_persistence(rag) -> None:
 def test_checkpointer_threads_remember_turns(minilm, tmp_path) -> None:
     from retrievalagent import init_agent, sample_docs_path
 
-    with init_agent("threads", backend_url=":memory:", embeddings=minilm, data_dir=tmp_path,
-                    checkpointer=MemorySaver()) as agent:
+    with init_agent(
+        "threads",
+        backend_url=":memory:",
+        embeddings=minilm,
+        data_dir=tmp_path,
+        checkpointer=MemorySaver(),
+    ) as agent:
         agent.add_documents(Path(sample_docs_path()) / "faq.md")
         alice = {"configurable": {"thread_id": "user-alice"}}
         agent.invoke("What happens if the computer is asleep when a snapshot is due?", config=alice)
@@ -175,4 +202,6 @@ def test_as_retriever_is_a_langchain_retriever(rag) -> None:
     assert isinstance(retriever, BaseRetriever)
     docs = retriever.invoke("Which algorithm stretches the passphrase?")
     assert len(docs) == 3 and docs[0].metadata["source"].endswith("guide/encryption.md")
-    assert docs[0].page_content == rag.search("Which algorithm stretches the passphrase?")[0]["text"]
+    assert (
+        docs[0].page_content == rag.search("Which algorithm stretches the passphrase?")[0]["text"]
+    )

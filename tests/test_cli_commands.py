@@ -37,14 +37,23 @@ def invoke(runner: CliRunner, *args: str) -> Any:
 
 
 def test_graph_prints_the_real_graph_as_mermaid(runner: CliRunner, notes: Path) -> None:
+    from langgraph.store.memory import InMemoryStore
+
     from retrievalagent import init_agent
 
     result = invoke(runner, "graph")
     assert result.exit_code == 0
-    with init_agent("graph-test", backend_url=":memory:") as rag:
+    with init_agent("graph-test", backend_url=":memory:", memory_store=InMemoryStore()) as rag:
         expected = rag.graph.get_graph().draw_mermaid()
     assert result.stdout.strip() == expected.strip()
     assert "read_memory --> lexical_search;" in result.stdout
+    assert "prepare --> dense_search;" in result.stdout  # recall beside the vector search
+
+    plain = invoke(runner, "graph", "--no-memory")
+    assert plain.exit_code == 0
+    with init_agent("graph-test", backend_url=":memory:") as rag:
+        assert plain.stdout.strip() == rag.graph.get_graph().draw_mermaid().strip()
+    assert "read_memory --> dense_search;" in plain.stdout  # nothing to overlap: one line
 
 
 def test_ingest_then_ask_with_a_trace_tree(runner: CliRunner, notes: Path) -> None:

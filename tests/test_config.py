@@ -21,8 +21,12 @@ def test_defaults_match_the_spec() -> None:
 
 
 def test_env_vars_are_read_and_explicit_arguments_win() -> None:
-    env = {"RAG_MEMORY_RELEVANCE_THRESHOLD": "0.6", "RAG_MEMORY_STORAGE_THRESHOLD": "0.9",
-           "RAG_TOP_K": "7", "RAG_DATA_DIR": "/tmp/somewhere"}
+    env = {
+        "RAG_MEMORY_RELEVANCE_THRESHOLD": "0.6",
+        "RAG_MEMORY_STORAGE_THRESHOLD": "0.9",
+        "RAG_TOP_K": "7",
+        "RAG_DATA_DIR": "/tmp/somewhere",
+    }
     s = Settings.load(env=env)
     assert (s.memory_relevance_threshold, s.memory_storage_threshold, s.top_k) == (0.6, 0.9, 7)
     assert s.data_dir == Path("/tmp/somewhere")
@@ -106,7 +110,9 @@ def test_secrets_are_masked() -> None:
         (("docs",), {"embeddings": "no-provider"}, "embeddings"),
     ],
 )
-def test_init_agent_rejects_bad_arguments(args: tuple, kwargs: dict, named: str, tmp_path: Path) -> None:
+def test_init_agent_rejects_bad_arguments(
+    args: tuple, kwargs: dict, named: str, tmp_path: Path
+) -> None:
     with pytest.raises(ConfigError, match=named):
         init_agent(*args, data_dir=tmp_path, **kwargs)
 

@@ -426,10 +426,12 @@ def test_generated_parts_come_from_the_code() -> None:
         import generated
     finally:
         sys.path.pop(0)
+    from langgraph.store.memory import InMemoryStore
+
     from retrievalagent import init_agent
     from retrievalagent.config import env_table
 
-    with init_agent("graph-check", backend_url=":memory:") as rag:
+    with init_agent("graph-check", backend_url=":memory:", memory_store=InMemoryStore()) as rag:
         assert generated.graph_mermaid() == rag.graph.get_graph().draw_mermaid()
     table = generated.env_table_markdown()
     assert table.count("\n") == len(env_table()) + 1

@@ -30,7 +30,9 @@ def _ids_by_source(rag) -> dict[str, set[str]]:
     return out
 
 
-def test_folder_ingest_is_idempotent_and_edits_replace_only_that_file(make_agent, docs: Path) -> None:
+def test_folder_ingest_is_idempotent_and_edits_replace_only_that_file(
+    make_agent, docs: Path
+) -> None:
     rag = make_agent()
     first = rag.add_documents(docs)
     assert first.new_sources == 12 and first.added_chunks == rag.count() > 50
@@ -76,9 +78,15 @@ def test_strings_and_documents_keep_caller_metadata(make_agent) -> None:
 
 def test_metadata_filter_restricts_retrieval(make_agent) -> None:
     rag = make_agent()
-    rag.add_documents([Document("Ports: the daemon listens on 7311.", metadata={"lang": "en"}),
-                       Document("Ports: le démon écoute sur 7311.", metadata={"lang": "fr"})])
-    assert {h["metadata"]["lang"] for h in rag.search("daemon port", filter={"lang": "fr"})} == {"fr"}
+    rag.add_documents(
+        [
+            Document("Ports: the daemon listens on 7311.", metadata={"lang": "en"}),
+            Document("Ports: le démon écoute sur 7311.", metadata={"lang": "fr"}),
+        ]
+    )
+    assert {h["metadata"]["lang"] for h in rag.search("daemon port", filter={"lang": "fr"})} == {
+        "fr"
+    }
     assert len(rag.search("daemon port", filter={"lang": ["en", "fr"]})) == 2
     assert rag.delete_documents(filter={"lang": "fr"}) == 1
     assert rag.count() == 1
@@ -129,9 +137,12 @@ def test_interrupted_replacement_is_finished_by_the_next_ingest(make_agent, docs
     ingestor = rag._ingestor
     pending, _ = ingestor._plan(expand_inputs(faq), type(rag.add_documents(docs / "overview.md"))())
     texts = [p.chunk.indexed_text for p in pending]
-    rag.index.upsert([p.id for p in pending], minilm_vectors(rag, texts),
-                     [rag._components.searcher.encoder.encode_document(t) for t in texts],
-                     [ingestor._payload(p) for p in pending])
+    rag.index.upsert(
+        [p.id for p in pending],
+        minilm_vectors(rag, texts),
+        [rag._components.searcher.encoder.encode_document(t) for t in texts],
+        [ingestor._payload(p) for p in pending],
+    )
     assert len(rag.index.source_hashes(faq.resolve().as_posix())) == 2
     report = rag.add_documents(faq)
     assert report.added_chunks == 0 and report.removed_chunks == old
@@ -162,7 +173,8 @@ def test_second_process_gets_a_clear_lock_error(tmp_path: Path, minilm) -> None:
             except IndexLockedError as exc:
                 print("LOCKED", exc)
         """)
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
     assert "LOCKED" in out.stdout and "another process" in out.stdout, out.stderr
     assert IndexLockedError.__mro__[1] is VectorIndexError

@@ -9,10 +9,20 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from tests.fakes import ScriptedChatModel
 
-GOOD = {"sufficient": True, "confidence": 0.9, "memory_worth_storing": False,
-        "memory_confidence": 0.0, "memory_fact": ""}
-BAD = {"sufficient": False, "confidence": 0.2, "memory_worth_storing": False,
-       "memory_confidence": 0.0, "memory_fact": ""}
+GOOD = {
+    "sufficient": True,
+    "confidence": 0.9,
+    "memory_worth_storing": False,
+    "memory_confidence": 0.0,
+    "memory_fact": "",
+}
+BAD = {
+    "sufficient": False,
+    "confidence": 0.2,
+    "memory_worth_storing": False,
+    "memory_confidence": 0.0,
+    "memory_fact": "",
+}
 
 
 @pytest.fixture
@@ -39,7 +49,11 @@ def test_answer_prompt_numbers_passages_and_result_records_the_model(docs_agent)
     grade_prompt = model.grade_prompts[0][-1].content
     assert "Argon2id stretches it [1]." in grade_prompt
     grade = next(e for e in state.trace if e["node"] == "final_grade")
-    assert (grade["sufficient"], grade["confidence"], grade["memory_should_store"]) == (True, 0.9, False)
+    assert (grade["sufficient"], grade["confidence"], grade["memory_should_store"]) == (
+        True,
+        0.9,
+        False,
+    )
 
 
 def test_chat_history_reaches_the_model(docs_agent) -> None:

@@ -356,6 +356,23 @@ def test_threads_never_mix_users(
         _check_isolation({user: state})
 
 
+def test_a_ready_mem0_backend_keeps_its_options(
+    docs_agent: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> None:
+    """``mem0_memory=Mem0Backend(memory, infer=False)`` is used as given, not wrapped again."""
+    from mem0 import Memory
+
+    from retrievalagent.memory import Mem0Backend
+
+    backend = Mem0Backend(Memory.from_config(mem0_config(tmp_path / "m0b", minilm)), infer=False)
+    rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), mem0_memory=backend)
+    assert rag.memory is backend and rag.memory.infer is False
+    rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
+    assert rag.drain_background(timeout=30) == {"landed": 1, "failed": 0, "pending": 0}
+    stored = backend.memory.get_all(filters={"user_id": "alice"})["results"]
+    assert len(stored) == 1 and FACT in stored[0]["memory"]  # as given: nothing extracted
+
+
 def test_auth_identity_is_the_user(docs_agent: Callable[..., Any]) -> None:
     rag = docs_agent(memory_store=InMemoryStore())
     teach(rag, "carol")

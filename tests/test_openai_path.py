@@ -11,9 +11,13 @@ from tests.servers.openai_compat import ChatRequest
 
 def _responder(request: ChatRequest):
     if request.json_schema is not None:  # the structured grade
-        return {"sufficient": True, "confidence": 0.83, "memory_worth_storing": True,
-                "memory_confidence": 0.91,
-                "memory_fact": '"secret phrase" is called "passphrase" in these documents'}
+        return {
+            "sufficient": True,
+            "confidence": 0.83,
+            "memory_worth_storing": True,
+            "memory_confidence": 0.91,
+            "memory_fact": '"secret phrase" is called "passphrase" in these documents',
+        }
     if "Passages:" in (request.system_prompt or ""):
         return "The passphrase is stretched with Argon2id using 64 MiB of memory [1]."
     return "fallback"
@@ -35,7 +39,10 @@ def test_invoke_over_http_answers_and_grades_with_json_schema(openai_agent, open
     assert grade["confidence"] == 0.83 and grade["memory_confidence"] == 0.91
     assert grade["memory_should_store"] is True  # 0.91 >= 0.85
     assert state.memory_fact.startswith('"secret phrase"')  # chosen, though nowhere to write
-    assert next(e for e in state.trace if e["node"] == "write_memory")["skipped"] == "no_memory_backend"
+    assert (
+        next(e for e in state.trace if e["node"] == "write_memory")["skipped"]
+        == "no_memory_backend"
+    )
     chats = openai_server.chat_requests
     assert len(chats) == 2
     assert chats[0].body["model"] == "gpt-5.4"

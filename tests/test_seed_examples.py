@@ -17,8 +17,13 @@ from tests.servers.openai_compat import ChatRequest
 
 def _hosted_model(request: ChatRequest):
     if request.json_schema is not None:
-        return {"sufficient": True, "confidence": 0.8, "memory_worth_storing": False,
-                "memory_confidence": 0.0, "memory_fact": ""}
+        return {
+            "sufficient": True,
+            "confidence": 0.8,
+            "memory_worth_storing": False,
+            "memory_confidence": 0.0,
+            "memory_fact": "",
+        }
     return f"Answer to: {request.last_user_message}"
 
 
@@ -33,8 +38,10 @@ def test_memorysaver_example_remembers_the_first_turn(spec_env, qdrant_server_63
     ns = run_block(find_block("MemorySaver", "init_agent"), {})
     state, rag, config = ns["state"], ns["rag"], ns["config"]
     assert [m.content for m in state.messages] == [
-        "What is hybrid search?", "Answer to: What is hybrid search?",
-        "Give me an example.", "Answer to: Give me an example.",
+        "What is hybrid search?",
+        "Answer to: What is hybrid search?",
+        "Give me an example.",
+        "Answer to: Give me an example.",
     ]
     # the second prompt carried the first exchange as history
     second_answer_prompt = [r for r in spec_env.chat_requests if r.json_schema is None][-1]
@@ -59,4 +66,5 @@ def test_sqlitesaver_example_persists_to_the_file(spec_env, tmp_path) -> None:
         saved = saver.get_tuple({"configurable": {"thread_id": "user-alice"}})
     assert saved is not None
     assert [m.content for m in saved.checkpoint["channel_values"]["messages"]][-1] == (
-        "Answer to: What is hybrid search?")
+        "Answer to: What is hybrid search?"
+    )

@@ -51,8 +51,11 @@ def test_server_and_embedded_indexes_agree(server_agent, make_agent, sample_docs
         assert a[:3] == b[:3]  # same ids (deterministic), same ranking at the top
     vocab = server._components.searcher.encoder
     ids = list(vocab.term_ids("vault")) + list(vocab.term_ids("zyzzyva"))
-    assert server.index.absent_terms(ids) == embedded.index.absent_terms(ids) == set(
-        vocab.term_ids("zyzzyva"))
+    assert (
+        server.index.absent_terms(ids)
+        == embedded.index.absent_terms(ids)
+        == set(vocab.term_ids("zyzzyva"))
+    )
 
 
 def test_dimension_mismatch_on_server_is_refused(qdrant_server, make_agent) -> None:
@@ -60,8 +63,9 @@ def test_dimension_mismatch_on_server_is_refused(qdrant_server, make_agent) -> N
 
     make_agent("shared", backend_url=qdrant_server.url).add_documents("x y z")
     with pytest.raises(VectorIndexError, match="384"):
-        make_agent("shared", backend_url=qdrant_server.url,
-                   embeddings=DeterministicFakeEmbedding(size=8))
+        make_agent(
+            "shared", backend_url=qdrant_server.url, embeddings=DeterministicFakeEmbedding(size=8)
+        )
 
 
 def test_unreachable_server_is_a_clear_error(make_agent) -> None:

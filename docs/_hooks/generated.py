@@ -25,10 +25,15 @@ MARKERS = ("graph", "env-table", "cli-help")
 
 @functools.cache
 def graph_mermaid() -> str:
+    from langgraph.store.memory import InMemoryStore
+
     from retrievalagent import init_agent
 
     with tempfile.TemporaryDirectory() as tmp:
-        rag = init_agent("graph", backend_url=":memory:", data_dir=tmp)
+        # With a memory backend: the graph as most deployments run it, recall in parallel.
+        rag = init_agent(
+            "graph", backend_url=":memory:", data_dir=tmp, memory_store=InMemoryStore()
+        )
         try:
             return rag.graph.get_graph().draw_mermaid()
         finally:

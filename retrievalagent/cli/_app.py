@@ -310,9 +310,19 @@ def chat(
 def graph(
     collection: CollectionOpt = None,
     backend_url: Annotated[str, typer.Option("--backend-url")] = ":memory:",
+    memory: Annotated[
+        bool,
+        typer.Option(
+            "--memory/--no-memory",
+            help="Draw it with a memory backend (recall in parallel) or without one.",
+        ),
+    ] = True,
 ) -> None:
     """Print the agent's graph as a Mermaid diagram."""
-    with _errors(), _agent(collection, None, backend_url, None) as rag:
+    from langgraph.store.memory import InMemoryStore
+
+    store = {"memory_store": InMemoryStore()} if memory else {}
+    with _errors(), _agent(collection, None, backend_url, None, **store) as rag:
         # raw text (tabs kept), so it can be piped into a .mmd file or a Markdown page
         typer.echo(rag.graph.get_graph().draw_mermaid().rstrip("\n"))
 

@@ -89,6 +89,13 @@ class MiniLMEmbeddings(Embeddings):
         """Load and verify the model now instead of at the first embedding call."""
         if self._session is not None:
             return self
+        preload = self._preload
+        if preload is not None and preload is not threading.current_thread():
+            # Never import onnxruntime in two threads at once: a concurrent import can hand
+            # one of them a half-initialised module. Wait for the background load instead.
+            preload.join()
+            if self._session is not None:
+                return self
         with self._lock:
             if self._session is None:
                 self._tokenizer, self._session = self._open()
@@ -110,6 +117,10 @@ class MiniLMEmbeddings(Embeddings):
                 self._embed_batch(["warm up"])  # first run allocates and picks kernels
             except Exception:  # reported by the next load()
                 pass
+
+        # Shared with the rest of the process: imported here, not raced from two threads.
+        import numpy  # noqa: F401
+        import tokenizers  # noqa: F401
 
         # Not a daemon: an interpreter that exits right away waits for the load to finish
         # instead of tearing onnxruntime down in the middle of building a session.
@@ -161,9 +172,9 @@ class MiniLMEmbeddings(Embeddings):
 
     def embed_array(self, texts: list[str]) -> np.ndarray:
         """Embeddings as a float32 array of shape (len(texts), 384), in input order."""
+        self.load()
         import numpy as np
 
-        self.load()
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         # Sorting by length keeps padding (wasted compute) small inside each batch.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

@@ -8,7 +8,9 @@ START ─ prepare ─┬─ read_memory ─ lexical_search ─┐
 ```
 
 Memory recall runs beside the dense search (the question vector never depends on memory);
-BM25 waits for recall because recalled text joins its query.
+BM25 waits for recall because recalled text joins its query. An agent without a memory
+backend runs the same nodes in one line (``read_memory`` then only records that it
+skipped), since a parallel branch would buy nothing and costs a thread per turn.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def build_graph(
     graph.add_node("prepare", _node(nodes.prepare, None, "prepare"))
     graph.add_node("read_memory", _node(nodes.read_memory, nodes.aread_memory, "read_memory"))
     graph.add_node("dense_search", _node(nodes.dense_search, nodes.adense_search, "dense_search"))
-    graph.add_node("lexical_search", _node(nodes.lexical_search, nodes.alexical_search, "lexical_search"))
+    graph.add_node(
+        "lexical_search", _node(nodes.lexical_search, nodes.alexical_search, "lexical_search")
+    )
     graph.add_node("fuse", _node(nodes.fuse, nodes.afuse, "fuse"))
     graph.add_node("generate", _node(nodes.generate, nodes.agenerate, "generate"))
     graph.add_node("final_grade", _node(nodes.final_grade, nodes.afinal_grade, "final_grade"))
@@ -71,9 +75,17 @@ def build_graph(
 
     graph.add_edge(START, "prepare")
     graph.add_edge("prepare", "read_memory")
-    graph.add_edge("prepare", "dense_search")
-    graph.add_edge("read_memory", "lexical_search")
-    graph.add_edge(["dense_search", "lexical_search"], "fuse")
+    if nodes.c.memory is not None:
+        # Recall overlaps the embedding and vector search; BM25 waits for it.
+        graph.add_edge("prepare", "dense_search")
+        graph.add_edge("read_memory", "lexical_search")
+        graph.add_edge(["dense_search", "lexical_search"], "fuse")
+    else:
+        # Nothing to recall, so nothing to overlap: one line of steps, and no thread
+        # hand-off (LangGraph runs each parallel branch of a sync run in a new thread).
+        graph.add_edge("read_memory", "dense_search")
+        graph.add_edge("dense_search", "lexical_search")
+        graph.add_edge("lexical_search", "fuse")
     graph.add_edge("fuse", "generate")
     graph.add_edge("generate", "final_grade")
     graph.add_conditional_edges("final_grade", nodes.after_grade, ["rewrite", "write_memory"])

@@ -530,6 +530,8 @@ class Nodes:
     def after_rewrite(self, state: AgentState) -> Sequence[str]:
         last = (state.get("trace") or [{}])[-1]
         if last.get("node") == "rewrite" and not last.get("skipped"):
+            if self.c.memory is None:  # one line of steps: lexical follows dense
+                return ["dense_search"]
             return ["dense_search", "lexical_search"]
         return ["write_memory"]
 

@@ -123,8 +123,10 @@ class LexicalEncoder:
         return tuple(int(i) for i in self._bm25.embed_query(word).indices)
 
     def memory_terms(self, memory_text: str) -> str:
-        """The words of recalled memory worth searching for (phrasing words dropped)."""
-        return " ".join(w for w in self.words(memory_text) if w not in MEMORY_META_WORDS)
+        """The words of recalled memory worth searching for (phrasing words dropped, each
+        word once: a term's query weight does not grow with repetition)."""
+        words = (w for w in self.words(memory_text) if w not in MEMORY_META_WORDS)
+        return " ".join(dict.fromkeys(words))
 
     def coverage(self, query: str, texts: Iterable[str]) -> float:
         """Share of the query's terms that occur in ``texts`` (1.0 when it has none)."""
