@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -671,7 +670,6 @@ def init_agent(
             if chat_model
             else ExtractiveAnswerer(encoder, embedder),
             grader=LLMGrader(chat_model, retry) if chat_model else evidence,
-            fallback_grader=evidence,
             rewriter=LLMRewriter(chat_model, retry) if chat_model else FeedbackRewriter(encoder),
             memory=backend_impl,
             writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),
@@ -703,8 +701,3 @@ def init_agent(
         store=store,
         exit_stack=exit_stack,
     )
-
-
-def new_thread_id() -> str:
-    """A fresh random thread id."""
-    return uuid.uuid4().hex

@@ -139,7 +139,6 @@ class Components:
     searcher: HybridSearcher
     answerer: Answerer
     grader: Grader
-    fallback_grader: Grader
     rewriter: Rewriter
     memory: MemoryBackend | None = None
     writes: BackgroundWrites = field(default_factory=BackgroundWrites)
