@@ -644,7 +644,6 @@ def init_agent(
             make_fuser(cfg.fusion, rrf_k=cfg.rrf_k, dense_weight=cfg.dense_weight),
             cfg.fetch_k,
         )
-        evidence = EvidenceGrader(encoder, index, embedder, cfg.min_confidence)
         retry = RetryPolicy(retries=cfg.model_retries, backoff=cfg.model_backoff)
         backend_impl: MemoryBackend | None = None
         if mem0_memory is not None:
@@ -669,7 +668,11 @@ def init_agent(
             answerer=LLMAnswerer(chat_model, retry)
             if chat_model
             else ExtractiveAnswerer(encoder, embedder),
-            grader=LLMGrader(chat_model, retry) if chat_model else evidence,
+            grader=LLMGrader(chat_model, retry)
+            if chat_model
+            else EvidenceGrader(
+                encoder, index, embedder, cfg.min_confidence, learn_aliases=backend_impl is not None
+            ),
             rewriter=LLMRewriter(chat_model, retry) if chat_model else FeedbackRewriter(encoder),
             memory=backend_impl,
             writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),

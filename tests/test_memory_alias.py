@@ -53,11 +53,20 @@ def test_offline_grader_learns_the_alias(offline: Callable[..., Any], alias: str
 def test_pruned_is_proposed_below_the_bar(offline: Callable[..., Any]) -> None:
     """The sample docs say "expired"; the passages support "expiry" only weakly (and the
     answer's "removes" is a different inflection), so the mapping is proposed, not stored."""
-    rag = offline()
+    rag = offline(memory_store=InMemoryStore())
     state = rag.invoke(ALIASES["pruned"]["question"])
     grade = state.grade
     assert grade["memory_worth_storing"] and grade["memory_fact"].startswith('"pruned" is called')
     assert 0.6 <= grade["memory_confidence"] < 0.85 and state.memory_fact == ""
+
+
+def test_no_alias_search_without_a_memory_backend(offline: Callable[..., Any]) -> None:
+    """Nowhere to store a fact: the grader grades, but spends nothing on proposing one."""
+    rag = offline()
+    assert rag._components.grader.aliases is None
+    state = rag.invoke(ALIASES["repository"]["question"])
+    assert state.grade["sufficient"] and state.grade["confidence"] > 0
+    assert not state.grade["memory_worth_storing"] and state.memory_fact == ""
 
 
 def test_no_junk_is_stored_for_ordinary_questions(offline: Callable[..., Any]) -> None:

@@ -202,12 +202,16 @@ class EvidenceGrader:
         index: VectorIndex,
         embeddings: Embeddings,
         min_confidence: float = 0.35,
+        *,
+        learn_aliases: bool = True,
     ) -> None:
         self.encoder = encoder
         self.index = index
         self.embeddings = embeddings
         self.min_confidence = min_confidence
-        self.aliases = AliasFinder(encoder, index, embeddings)
+        # The alias search embeds ~100 short texts (~0.3 s on 2 cores) for a question with
+        # a word the corpus lacks; an agent with nowhere to store the fact skips it.
+        self.aliases = AliasFinder(encoder, index, embeddings) if learn_aliases else None
 
     def _confidence(self, request: AnswerRequest) -> float:
         if not request.sources:
@@ -221,6 +225,8 @@ class EvidenceGrader:
 
     def _alias(self, request: AnswerRequest, confidence: float) -> tuple[str, float]:
         """An alias fact for a question word absent from the corpus, and its confidence."""
+        if self.aliases is None:
+            return "", 0.0
         proposal = self.aliases.propose(
             request.question, request.sources, request.answer, confidence
         )
