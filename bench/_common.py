@@ -149,20 +149,33 @@ def median(values: Iterable[float]) -> float:
     return float(np.median(np.asarray(list(values), dtype=np.float64)))
 
 
+def _proc_status_mb(field: str) -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far (MiB; Linux reports KiB)."""
+    """Peak resident set size of this process so far (MiB).
+
+    Linux's ``VmHWM`` belongs to this program's own memory map. ``getrusage``'s
+    ``ru_maxrss`` is not usable for a worker process: Linux carries the parent's peak
+    across fork and exec, so every worker would report at least its parent's peak.
+    """
+    hwm = _proc_status_mb("VmHWM")
+    if hwm is not None:
+        return hwm
     kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(kib / 1024 if sys.platform != "darwin" else kib / 1024 / 1024, 1)
 
 
 def current_rss_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return float("nan")
+    rss = _proc_status_mb("VmRSS")
+    return float("nan") if rss is None else rss
 
 
 # ------------------------------------------------------------------------------ results

@@ -13,7 +13,11 @@ times:
 - ``engine_dense`` / ``engine_sparse``: the engine's own ``EdgeShard.query`` for the same
   dense / BM25 vector (``fetch_k`` hits, no payload), prepared outside the timer;
 - ``search``: ``HybridSearcher.search`` (embed + both searches + fusion), query cache cleared;
-- ``invoke``: ``agent.invoke`` with the fake model (the whole graph), query cache cleared.
+- ``invoke``: ``agent.invoke`` with the fake model (the whole graph), query cache cleared;
+- ``graph_floor``: LangGraph alone -- a graph with the agent's state schema and as many
+  steps as the agent runs per turn, whose nodes do nothing. No graph of that many steps
+  can add less than this to retrieval, so ``(search + graph_floor) / search`` bounds the
+  thin-graph ratio from below.
 
 Indexes are built once from cached passage vectors (see ``bench/_common.py``); building
 the 100k index the first time embeds 100k passages (about an hour on 2 cores).
@@ -43,7 +47,26 @@ from bench._common import (
 
 log = logging.getLogger("bench.latency")
 
-STEPS = ("embed", "engine_dense", "engine_sparse", "search", "invoke")
+STEPS = ("embed", "engine_dense", "engine_sparse", "search", "invoke", "graph_floor")
+
+
+def graph_floor(steps: int) -> Any:
+    """A compiled graph of ``steps`` no-op nodes in a line, over the agent's state schema."""
+    from langgraph.graph import END, START, StateGraph
+
+    from retrievalagent.graph._builder import _node
+    from retrievalagent.graph._state import AgentState
+
+    def noop(name: str) -> Any:
+        return lambda state, config: {"trace": [{"node": name}]}
+
+    graph = StateGraph(AgentState)
+    names = [f"step{i}" for i in range(steps)]
+    for name in names:
+        graph.add_node(name, _node(noop(name), None, name))
+    for a, b in zip([START, *names], [*names, END], strict=True):
+        graph.add_edge(a, b)
+    return graph.compile()
 
 
 def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, Any]:
@@ -109,9 +132,17 @@ def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, A
                 parts[key].append(timings[key])
             no_embed.append(ms - timings["embed_ms"])
             return ms
+        if step == "graph_floor":
+            t = time.perf_counter()
+            floor.invoke({"question": q})
+            return (time.perf_counter() - t) * 1e3
         t = time.perf_counter()
         agent.invoke(q)
         return (time.perf_counter() - t) * 1e3
+
+    # as many steps as a plain turn runs (prepare ... write_memory, no rewrite)
+    turn_steps = len(agent.invoke(queries[0])["trace"])
+    floor = graph_floor(turn_steps)
 
     rng = random.Random(seed)
     for q in queries[:10]:  # warm-up: model, engine caches, graph compilation paths
@@ -137,6 +168,7 @@ def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, A
         "top_k": top_k,
         "queries": len(queries),
         "rounds": rounds,
+        "turn_steps": turn_steps,
         "open_seconds": round(open_s, 3),
         "segments": getattr(info, "segments_count", None),
         "ms": {step: summary(v) for step, v in samples.items()},
@@ -187,6 +219,12 @@ def verdicts(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "target": 1.5,
             "pass": r["invoke"]["p50"] <= 1.5 * r["search"]["p50"],
         }
+        if "graph_floor" in r:
+            floor = r["graph_floor"]["p50"]
+            out["thin_graph_10k"]["langgraph_floor_ms"] = floor
+            out["thin_graph_10k"]["floor_ratio"] = round(
+                (r["search"]["p50"] + floor) / r["search"]["p50"], 3
+            )
     if "100k" in results:
         p95 = results["100k"]["search_excluding_embed_ms"]["p95"]
         out["p95_excluding_embedding_100k"] = {

@@ -3,8 +3,9 @@
 Pairs of agents over the bundled sample docs (packaged embedder), each with a LangGraph
 ``InMemoryStore`` whose ``put`` takes 500 ms. The *writer* stores a new fact on every turn
 (its grade always proposes one); the *reader* never does (storage threshold 1.0) but is
-otherwise identical. Calls alternate between the two (the order flips every run), in
-several rounds, so load from other processes hits both alike; every question is new text
+otherwise identical, down to the store: both recall from the one store the writer fills,
+so growing memory costs both alike. Calls alternate between the two (the order flips every
+run), in several rounds, so load from other processes hits both alike; every question is new text
 (a run number is appended), so each turn embeds its question.
 
 Variants:
@@ -117,12 +118,12 @@ def _pair(variant: str, embeddings: Any, data: Path) -> tuple[Any, Any]:
     model = None if variant == "offline" else InstantChatModel()
     cpu_write = embeddings if variant.endswith("cpu-write") else None
     common = {"backend_url": ":memory:", "data_dir": data, "embeddings": embeddings, "model": model}
-    writer = init_agent(f"lat-w-{variant}", memory_store=SlowStore(cpu_write), **common)
+    # One store for both: the reader recalls the very memories the writer has stored so
+    # far, so the pair differs only in whether the turn schedules a write.
+    store = SlowStore(cpu_write)
+    writer = init_agent(f"lat-w-{variant}", memory_store=store, **common)
     reader = init_agent(
-        f"lat-r-{variant}",
-        memory_store=SlowStore(cpu_write),
-        memory_storage_threshold=1.0,
-        **common,
+        f"lat-r-{variant}", memory_store=store, memory_storage_threshold=1.0, **common
     )
     writer._components.grader = AlwaysStore(writer._components.grader)
     embeddings.ingesting = True
