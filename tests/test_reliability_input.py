@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.store.memory import InMemoryStore
@@ -389,6 +389,7 @@ def test_any_text_document_is_indexed_or_refused(make_agent: Callable[..., Any])
 
     @settings(max_examples=40, deadline=None, database=None)
     @given(text=st.text(min_size=0, max_size=300))
+    @example(text="~")  # "~\x00": starts like a path, but no path can hold a NUL byte
     def check(text: str) -> None:
         try:
             rag.add_documents([text + "\x00\ud800"[: len(text) % 3]])

@@ -84,7 +84,8 @@ def source_key(path: Path) -> str:
 
 
 def _looks_like_path(text: str) -> bool:
-    if "\n" in text or len(text) > 1024 or not text.strip():
+    # No path can hold a NUL byte: such a string is text, whatever it starts with.
+    if "\n" in text or "\x00" in text or len(text) > 1024 or not text.strip():
         return False
     stripped = text.strip()
     if stripped.startswith(("./", "../", "/", "~", ".\\")) and " " not in stripped[:3]:
