@@ -14,7 +14,7 @@ from retrievalagent.errors import ConfigError
 __all__ = ["MiniLMEmbeddings", "resolve_embeddings"]
 
 
-def resolve_embeddings(spec: Embeddings | str | None, *, batch_size: int = 32) -> Embeddings:
+def resolve_embeddings(spec: Embeddings | str | None, *, batch_size: int = 8) -> Embeddings:
     """An ``Embeddings`` from an instance, a ``"provider:model"`` string, or ``None``."""
     if spec is None:
         return MiniLMEmbeddings(batch_size=batch_size)

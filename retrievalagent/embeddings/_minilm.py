@@ -68,7 +68,7 @@ class MiniLMEmbeddings(Embeddings):
     dimension = DIMENSION
 
     def __init__(
-        self, batch_size: int = 32, max_tokens: int = MAX_TOKENS, threads: int | None = None
+        self, batch_size: int = 8, max_tokens: int = MAX_TOKENS, threads: int | None = None
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -150,6 +150,9 @@ class MiniLMEmbeddings(Embeddings):
         options.intra_op_num_threads = self.threads or min(os.cpu_count() or 1, 8)
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # Every batch has its own shape (length-sorted, padded to its longest text); a memory
+        # pattern cached per shape only grows the process, it is never reused.
+        options.enable_mem_pattern = False
         session = ort.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
