@@ -64,19 +64,24 @@ def test_chat_history_reaches_the_model(docs_agent) -> None:
     assert [m.content for m in sent[1:]] == ["Hi", "Hello!", "What is a recovery sheet?"]
 
 
-def test_insufficient_grade_rewrites_the_query_once_per_retry(docs_agent) -> None:
+@pytest.mark.parametrize("memory", [False, True], ids=["one-line", "recall-in-parallel"])
+def test_insufficient_grade_rewrites_the_query_once_per_retry(docs_agent, memory: bool) -> None:
+    from langgraph.store.memory import InMemoryStore
+
     model = ScriptedChatModel(
         replies=["not sure [1]", "rekey passphrase change", "Use lantern vault rekey [1]."],
         grades=[BAD, GOOD],
     )
-    rag = docs_agent(model, max_retries=2)
+    store = {"memory_store": InMemoryStore()} if memory else {}
+    rag = docs_agent(model, max_retries=2, **store)
     state = rag.invoke("How do I change my secret?")
     nodes = [e["node"] for e in state.trace]
     assert nodes.count("generate") == 2 and nodes.count("rewrite") == 1
     assert state.query == "rekey passphrase change"
     assert state.answer == "Use lantern vault rekey [1]."
-    dense = [e for e in state.trace if e["node"] == "dense_search"]
-    assert [e["attempt"] for e in dense] == [0, 1]
+    for searcher in ("dense_search", "lexical_search"):  # each search once per attempt
+        assert [e["attempt"] for e in state.trace if e["node"] == searcher] == [0, 1]
+    assert nodes.count("fuse") == 2
 
 
 def test_retries_are_bounded(docs_agent) -> None:
