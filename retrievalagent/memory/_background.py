@@ -43,6 +43,11 @@ _WORKERS = 4
 _MAX_STUCK = 32  # worker threads left inside hung backend calls, per BackgroundWrites
 
 
+def _retrieve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.cancelled():
+        waiter.exception()
+
+
 @atexit.register
 def drain_all_at_exit() -> None:
     """Drain every live ``BackgroundWrites`` with its exit timeout (safe to call twice)."""
@@ -307,6 +312,8 @@ class BackgroundWrites:
             pending = list(self._pending)
         if pending:
             waiters = [asyncio.wrap_future(f) for f in pending]
+            for waiter in waiters:  # a failed write's error is counted, not "never retrieved"
+                waiter.add_done_callback(_retrieve)
             await asyncio.wait(waiters, timeout=timeout)
         return self.counts()
 
