@@ -100,6 +100,24 @@ class FaultPlan:
     def injected(self) -> int:
         return sum(n for (_, kind), n in self.counts.items() if kind != "ok")
 
+    def strike_sync(self, kind: str) -> None:
+        """The fault that happens before the real call: raise, hang or delay."""
+        if kind == "raise":
+            raise self.error()
+        if kind == "hang":
+            self.hang_sync()
+        if kind == "slow":
+            time.sleep(self.slow)
+
+    async def strike_async(self, kind: str) -> None:
+        """``strike_sync`` without blocking the event loop."""
+        if kind == "raise":
+            raise self.error()
+        if kind == "hang":
+            await self.hang_async()
+        if kind == "slow":
+            await asyncio.sleep(self.slow)
+
     def hang_sync(self) -> None:
         self.release.wait(self.hang)
 
@@ -224,12 +242,7 @@ class FaultyMem0:
 
     def _search(self, query: str, **kwargs: Any) -> Any:
         kind = self.plan.pick("search")
-        if kind == "raise":
-            raise self.plan.error()
-        if kind == "hang":
-            self.plan.hang_sync()
-        if kind == "slow":
-            time.sleep(self.plan.slow)
+        self.plan.strike_sync(kind)
         result = self._inner.search(query, **kwargs)
         if kind == "malformed":
             return malformed_mem0(self.plan, result)
@@ -239,12 +252,7 @@ class FaultyMem0:
 
     def _add(self, messages: Any, **kwargs: Any) -> Any:
         kind = self.plan.pick("add")
-        if kind == "raise":
-            raise self.plan.error()
-        if kind == "hang":
-            self.plan.hang_sync()
-        if kind == "slow":
-            time.sleep(self.plan.slow)
+        self.plan.strike_sync(kind)
         return self._inner.add(messages, **kwargs)
 
 
@@ -269,12 +277,7 @@ class FaultyAsyncMem0:
 
     async def _search(self, query: str, **kwargs: Any) -> Any:
         kind = self.plan.pick("search")
-        if kind == "raise":
-            raise self.plan.error()
-        if kind == "hang":
-            await self.plan.hang_async()
-        if kind == "slow":
-            await asyncio.sleep(self.plan.slow)
+        await self.plan.strike_async(kind)
         result = await self._inner.search(query, **kwargs)
         if kind == "malformed":
             return malformed_mem0(self.plan, result)
@@ -284,12 +287,7 @@ class FaultyAsyncMem0:
 
     async def _add(self, messages: Any, **kwargs: Any) -> Any:
         kind = self.plan.pick("add")
-        if kind == "raise":
-            raise self.plan.error()
-        if kind == "hang":
-            await self.plan.hang_async()
-        if kind == "slow":
-            await asyncio.sleep(self.plan.slow)
+        await self.plan.strike_async(kind)
         return await self._inner.add(messages, **kwargs)
 
 
@@ -313,31 +311,16 @@ class FaultyStore(InMemoryStore):
 
     def search(self, namespace_prefix: tuple[str, ...], /, **kwargs: Any) -> Any:
         kind = self.plan.pick("search")
-        if kind == "raise":
-            raise self.plan.error()
-        if kind == "hang":
-            self.plan.hang_sync()
-        if kind == "slow":
-            time.sleep(self.plan.slow)
+        self.plan.strike_sync(kind)
         return self._after(kind, namespace_prefix, super().search(namespace_prefix, **kwargs))
 
     async def asearch(self, namespace_prefix: tuple[str, ...], /, **kwargs: Any) -> Any:
         kind = self.plan.pick("search")
-        if kind == "raise":
-            raise self.plan.error()
-        if kind == "hang":
-            await self.plan.hang_async()
-        if kind == "slow":
-            await asyncio.sleep(self.plan.slow)
+        await self.plan.strike_async(kind)
         real = await super().asearch(namespace_prefix, **kwargs)
         return self._after(kind, namespace_prefix, real)
 
     def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], **kw: Any) -> None:
         kind = self.plan.pick("add")
-        if kind == "raise":
-            raise self.plan.error()
-        if kind == "hang":
-            self.plan.hang_sync()
-        if kind == "slow":
-            time.sleep(self.plan.slow)
+        self.plan.strike_sync(kind)
         super().put(namespace, key, value, **kw)
