@@ -75,7 +75,7 @@ def build_graph(
 
     graph.add_edge(START, "prepare")
     graph.add_edge("prepare", "read_memory")
-    if nodes.c.memory is not None:
+    if nodes.recall_in_parallel:
         # Recall overlaps the embedding and vector search; BM25 waits for it.
         graph.add_edge("prepare", "dense_search")
         graph.add_edge("read_memory", "lexical_search")

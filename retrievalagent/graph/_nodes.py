@@ -154,6 +154,12 @@ class Nodes:
         self.c = components
         self.s = components.settings
 
+    @property
+    def recall_in_parallel(self) -> bool:
+        """Whether memory recall runs beside the dense search (only with a memory backend:
+        without one there is nothing to overlap, and the graph runs in one line)."""
+        return self.c.memory is not None
+
     # -- prepare ---------------------------------------------------------------------
     def prepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """Start a turn: find the question, reset per-turn fields, name the thread."""
@@ -529,9 +535,9 @@ class Nodes:
     def after_rewrite(self, state: AgentState) -> Sequence[str]:
         last = (state.get("trace") or [{}])[-1]
         if last.get("node") == "rewrite" and not last.get("skipped"):
-            if self.c.memory is None:  # one line of steps: lexical follows dense
-                return ["dense_search"]
-            return ["dense_search", "lexical_search"]
+            if self.recall_in_parallel:
+                return ["dense_search", "lexical_search"]
+            return ["dense_search"]  # one line of steps: lexical follows dense
         return ["write_memory"]
 
     # -- write_memory ------------------------------------------------------------------------
