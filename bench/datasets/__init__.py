@@ -5,7 +5,9 @@
     path("pydocs")                       # Path of bench/.cache/pydocs/
 
 Passages: ``{"id", "source", "title", "text"}``. Queries: ``{"id", "query", "relevant"}``
-(``relevant`` lists passage ids); the ``aliases`` queries add ``alias`` and ``canonical``.
+(``relevant`` lists passage ids); the ``aliases`` and ``glossary`` queries add ``alias``,
+``canonical`` and ``phrasings`` (other sentences holding the alias), and both sets have
+control questions (``load_controls``) that use no taught alias.
 See ``bench/datasets/README.md`` for how each set is made.
 """
 
@@ -17,9 +19,9 @@ from pathlib import Path
 from .passages import read_jsonl
 from .sources import cache_dir
 
-__all__ = ["NAMES", "load", "names", "path", "rebuild"]
+__all__ = ["NAMES", "load", "load_controls", "names", "path", "rebuild"]
 
-NAMES = ("manpages", "pydocs", "aliases", "scale")
+NAMES = ("manpages", "pydocs", "aliases", "glossary", "scale")
 
 
 def names() -> tuple[str, ...]:
@@ -63,3 +65,15 @@ def load(name: str, build_missing: bool = True) -> tuple[list[dict], list[dict]]
             raise FileNotFoundError(f"{d} is not built: run python -m bench.datasets.build")
         rebuild(name)
     return read_jsonl(_corpus_file(name)), read_jsonl(d / "queries.jsonl")
+
+
+def load_controls(name: str, build_missing: bool = True) -> list[dict]:
+    """The control questions of an alias set (``aliases``, ``glossary``): no taught alias."""
+    f = path(name) / "controls.jsonl"
+    if not f.exists():
+        if not build_missing:
+            raise FileNotFoundError(f"{f} is not built: run python -m bench.datasets.build")
+        rebuild(name)
+    if not f.exists():
+        raise ValueError(f"{name!r} has no control questions")
+    return read_jsonl(f)

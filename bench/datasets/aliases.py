@@ -16,6 +16,11 @@ user-side word does not, nor any simple inflection of it (``-s``, ``-es``, ``-ed
 corpus-side form gives one alias query per usable pair, keeping the base query's
 relevant passages. At most ``PER_PAIR`` queries per pair are kept (seeded sample) so
 that no single alias dominates.
+
+Every query also gets ``phrasings``: ``PER_QUERY`` other sentences that embed it word for
+word (``bench.datasets.phrasings``; ``query`` stays the teaching phrasing). Control
+questions (``controls.jsonl``): ``CONTROL_COUNT`` other queries of the pool that contain no
+alias, in the same templates, to count memories recalled for words never taught.
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from collections import defaultdict
 
 from . import catalog
 from .passages import tokenize
+from .phrasings import kind_of, phrase
 from .sources import fetch_debs, read_deb
 
 PER_PAIR = 10
+CONTROL_COUNT = 150
 SEED = 20261122
 
 # (user word, corpus word or phrase, kind). Inflected forms are listed as pairs of their own.
@@ -249,8 +256,10 @@ def build_aliases(base: dict) -> dict:
     # a query text produced twice (two pairs, same result) is kept once
     seen: set[str] = set()
     queries = [q for q in queries if not (q["query"] in seen or seen.add(q["query"]))]
+    queries = [with_phrasings(q, kind_of(q["base_query"])) for q in queries]
     return {
         "queries": queries,
+        "controls": alias_controls(base["pool"], queries),
         "corpus_ref": "manpages",
         "packages": base["packages"] + [d.label for d in catalog.WORDLIST_DEBS],
         "pairs_used": used,
@@ -260,3 +269,37 @@ def build_aliases(base: dict) -> dict:
             "derived_spelling": len(pairs) - len(HAND_TABLE),
         },
     }
+
+
+def with_phrasings(q: dict, kind: str) -> dict:
+    """The query row with its other phrasings right after the teaching one."""
+    row = {"id": q["id"], "query": q["query"], "phrasings": phrase(q["query"], kind, q["id"])}
+    row.update(q)
+    return row
+
+
+def alias_controls(pool: list[dict], queries: list[dict]) -> list[dict]:
+    """Pool queries holding no taught alias (and not re-worded into an alias query), in the
+    same templates. ``mentions_canonical`` marks those sharing a word with a taught term."""
+    taught = {t for q in queries for t in tokenize(q["alias"])}
+    canonical = {t for q in queries for t in tokenize(q["canonical"])}
+    reworded = {q["id"].split("~")[0] for q in queries}
+    rows = sorted(
+        (q for q in pool if q["id"] not in reworded and not taught & set(tokenize(q["query"]))),
+        key=lambda r: r["id"],
+    )
+    rows = sorted(
+        random.Random(SEED + 1).sample(rows, min(CONTROL_COUNT, len(rows))), key=lambda r: r["id"]
+    )
+    return [
+        with_phrasings(
+            {
+                "id": f"{q['id']}~control",
+                "query": q["query"],
+                "relevant": q["relevant"],
+                "mentions_canonical": bool(canonical & set(tokenize(q["query"]))),
+            },
+            kind_of(q["query"]),
+        )
+        for q in rows
+    ]

@@ -51,7 +51,7 @@ from bench.datasets.sources import (
 log = logging.getLogger("bench.datasets")
 
 SEED = 20261122
-SETS = ("manpages", "pydocs", "aliases", "scale")
+SETS = ("manpages", "pydocs", "aliases", "glossary", "scale")
 
 
 # =========================================================================== man pages
@@ -366,7 +366,13 @@ def stats(corpus: list[dict], queries: list[dict]) -> dict:
     }
 
 
-def write_set(name: str, corpus: list[dict] | None, queries: list[dict], meta: dict) -> dict:
+def write_set(
+    name: str,
+    corpus: list[dict] | None,
+    queries: list[dict],
+    meta: dict,
+    controls: list[dict] | None = None,
+) -> dict:
     d = set_dir(name)
     if corpus is not None:
         ids = {p["id"] for p in corpus}
@@ -381,6 +387,8 @@ def write_set(name: str, corpus: list[dict] | None, queries: list[dict], meta: d
             link.unlink()
         link.symlink_to(Path("..") / meta["corpus"] / "corpus.jsonl")
     write_jsonl(d / "queries.jsonl", queries)
+    if controls is not None:
+        write_jsonl(d / "controls.jsonl", controls)
     (d / "manifest.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta
 
@@ -397,6 +405,7 @@ def _get(name: str) -> dict:
 
 def run(name: str) -> dict:
     t0 = time.perf_counter()
+    controls = None
     if name in ("manpages", "pydocs"):
         res = _get(name)
         meta = {"name": name, "packages": res["packages"], **stats(res["corpus"], res["queries"])}
@@ -405,12 +414,21 @@ def run(name: str) -> dict:
         from bench.datasets.aliases import build_aliases
 
         res = build_aliases(_get("manpages"))
-        corpus, queries = None, res["queries"]
+        corpus, queries, controls = None, res["queries"], res["controls"]
         meta = {"name": name, "packages": res["packages"], "corpus": res["corpus_ref"]}
         meta.update(stats(_get("manpages")["corpus"], queries))
         meta["pairs_used"] = res["pairs_used"]
         meta["pairs_rejected"] = res["pairs_rejected"]
         meta["pairs_considered"] = res["pairs_considered"]
+    elif name == "glossary":
+        from bench.datasets.glossary import build_glossary
+
+        res = build_glossary()
+        corpus, queries, controls = res["corpus"], res["queries"], res["controls"]
+        meta = {"name": name, "packages": res["packages"], **stats(corpus, queries)}
+        for key in ("pairs_usable", "pairs_rejected", "pairs_by_kind", "pairs_by_source"):
+            meta[key] = res[key]
+        meta["passages_edited"] = res["passages_edited"]
     elif name == "scale":
         from bench.datasets.scale import build_scale
 
@@ -419,8 +437,11 @@ def run(name: str) -> dict:
         meta = {"name": name, "packages": res["packages"], **stats(corpus, queries)}
     else:
         raise SystemExit(f"unknown set {name!r}; choose from {', '.join(SETS)}")
+    if controls is not None:
+        meta["controls"] = len(controls)
+        meta["phrasings_per_query"] = min(len(q["phrasings"]) for q in queries + controls)
     meta["build_seconds"] = round(time.perf_counter() - t0, 1)
-    write_set(name, corpus, queries, meta)
+    write_set(name, corpus, queries, meta, controls)
     if corpus is not None:
         meta["corpus_mb"] = round((set_dir(name) / "corpus.jsonl").stat().st_size / 2**20, 1)
     brief = {k: v for k, v in meta.items() if not k.startswith(("packages", "pairs_"))}

@@ -73,6 +73,14 @@ WORDLIST_DEBS = (
     Deb("wbritish", "2020.12.07-2", ("usr/share/dict/british-english",)),
 )
 
+# ---------------------------------------------------------------- glossary (dictd databases)
+# FOLDOC and the Jargon File are the corpus; V.E.R.A. only supplies acronym -> expansion facts.
+GLOSSARY_DEBS = (
+    Deb("dict-foldoc", "20230119-1", ("usr/share/dictd/foldoc.*",)),
+    Deb("dict-jargon", "4.4.7-3.1", ("usr/share/dictd/jargon.*",)),
+    Deb("dict-vera", "1:1.24-1", ("usr/share/dictd/vera.*",)),
+)
+
 # ---------------------------------------------------------------- scale (latency corpus)
 MAN_ALL = ("usr/share/man/man*/*",)
 SCALE_DEBS = (

@@ -26,6 +26,10 @@ def deb_license(deb: Deb, path) -> str:
     names = re.findall(r"^License:\s*(.+)$", text, re.M)
     if names:
         return ", ".join(sorted(dict.fromkeys(n.strip() for n in names)))
+    flat = " ".join(text.split())
+    gfdl = re.search(r"GNU Free Documentation License,? Version ([\d.]+)( or any later)?", flat)
+    if gfdl:  # FOLDOC's free-form file
+        return f"GFDL-{gfdl.group(1)}{'+' if gfdl.group(2) else ''} (free-form copyright file)"
     first = " ".join(text.split()[:40])
     return f"free-form copyright file: {first} ..."
 
@@ -50,7 +54,9 @@ def sdist_license(sd: Sdist, path) -> str:
 
 
 def main() -> None:
-    debs = catalog.MANPAGES_DEBS + catalog.WORDLIST_DEBS + catalog.SCALE_DEBS
+    debs = (
+        catalog.MANPAGES_DEBS + catalog.WORDLIST_DEBS + catalog.GLOSSARY_DEBS + catalog.SCALE_DEBS
+    )
     debs += catalog.SCALE_DEB_DOCS
     debs = tuple({d.label: d for d in debs}.values())
     sdists = catalog.PYDOCS_SDISTS + catalog.SCALE_SDISTS + catalog.SCALE_DOCSTRING_SDISTS
