@@ -30,6 +30,7 @@ from retrievalagent.memory import (
     MemoryBackend,
     StoreBackend,
     embedded_mem0,
+    memory_info,
     user_id_from_config,
 )
 from retrievalagent.models import (
@@ -61,7 +62,7 @@ from retrievalagent.retrieval import (
     make_fuser,
     to_source,
 )
-from retrievalagent.types import AgentResult, DrainReport, StreamEvent
+from retrievalagent.types import AgentResult, DrainReport, MemoryInfo, StreamEvent
 
 __all__ = ["RetrievalAgent", "init_agent"]
 
@@ -517,6 +518,47 @@ class RetrievalAgent:
         payload, branch = await self.threads.abranch(self._regenerate_config(config))
         run = self._config(branch, self.graph)
         return self._result(await self.graph.ainvoke(payload, run), run)
+
+    # -- what the agent remembers about a user ----------------------------------------------
+    def _memory_for(self, user_id: str, memory_id: str | None = None) -> tuple[MemoryBackend, str]:
+        memory = self._components.memory
+        if memory is None:
+            raise ConfigError(
+                "this agent has no long-term memory: pass memory_store=, mem0_memory= or "
+                "memory=True to init_agent"
+            )
+        if memory_id is not None:
+            check_id(memory_id, "memory_id")
+        user = check_id(user_id, "user_id").strip()
+        if not user:
+            raise ConfigError("user_id must not be empty")
+        return memory, user
+
+    def list_memories(self, user_id: str) -> list[MemoryInfo]:
+        """Everything the agent remembers about ``user_id``, newest first (waits for that
+        user's writes still in flight, so the list includes the last turn's)."""
+        memory, user = self._memory_for(user_id)
+        self._components.writes.wait_for(user, self.settings.memory_timeout)
+        return [memory_info(hit) for hit in memory.list(user)]
+
+    async def alist_memories(self, user_id: str) -> list[MemoryInfo]:
+        """Async :meth:`list_memories`."""
+        memory, user = self._memory_for(user_id)
+        await self._components.writes.await_for(user, self.settings.memory_timeout)
+        return [memory_info(hit) for hit in await memory.alist(user)]
+
+    def forget(self, user_id: str, memory_id: str | None = None) -> int:
+        """Erase one memory of ``user_id`` (by the id ``list_memories`` shows), or all of
+        them; returns how many were erased (0 when ``memory_id`` is not theirs)."""
+        memory, user = self._memory_for(user_id, memory_id)
+        self._components.writes.wait_for(user, self.settings.memory_timeout)
+        return memory.forget(user, memory_id)
+
+    async def aforget(self, user_id: str, memory_id: str | None = None) -> int:
+        """Async :meth:`forget`."""
+        memory, user = self._memory_for(user_id, memory_id)
+        await self._components.writes.await_for(user, self.settings.memory_timeout)
+        return await memory.aforget(user, memory_id)
 
     # -- background memory writes ----------------------------------------------------------
     def drain_background(self, timeout: float | None = None) -> DrainReport:

@@ -198,7 +198,8 @@ class Settings:
     memory_relevance_threshold: float = _knob(
         "RAG_MEMORY_RELEVANCE_THRESHOLD",
         0.7,
-        "Minimum similarity a recalled memory needs to reach retrieval and generation.",
+        "Minimum similarity a search fact needs to be recalled by meaning alone (one whose "
+        "alias the question contains is always recalled; preferences always apply).",
         kind=float,
         low=0.0,
         high=1.0,
@@ -222,6 +223,23 @@ class Settings:
         kind=float,
         low=0.01,
         high=3600,
+    )
+    memory_max_preferences: int = _knob(
+        "RAG_MEMORY_MAX_PREFERENCES",
+        20,
+        "Most stored preferences applied to a user's answers (newest first, one per subject).",
+        kind=int,
+        low=0,
+        high=1000,
+    )
+    memory_term_weight: float = _knob(
+        "RAG_MEMORY_TERM_WEIGHT",
+        1.5,
+        "Weight of a recalled fact's terms in the BM25 query, relative to the question's "
+        "(above 1 so a long question does not drown the one word the corpus knows).",
+        kind=float,
+        low=0.0,
+        high=10.0,
     )
     memory_scan_limit: int = _knob(
         "RAG_MEMORY_SCAN_LIMIT",

@@ -7,7 +7,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
-__all__ = ["AgentResult", "DrainReport", "Grade", "Source", "StreamEvent"]
+__all__ = ["AgentResult", "DrainReport", "Grade", "MemoryInfo", "Source", "StreamEvent"]
 
 
 class Source(TypedDict, total=False):
@@ -38,21 +38,58 @@ class Grade(BaseModel):
     memory_worth_storing: bool = Field(
         default=False,
         description=(
-            "True only if this turn revealed a reusable search fact for this corpus: a term the "
-            "user typed that the documents call something else (synonym, alias, abbreviation, "
-            "spelling variant, typo). Never for facts about one document or about the user."
+            "True only if this turn revealed something worth remembering for this user: a "
+            "search fact (a word the user typed that the documents call something else) or a "
+            "preference the user stated about how to answer them."
+        ),
+    )
+    memory_kind: Literal["search_fact", "preference"] = Field(
+        default="search_fact",
+        description=(
+            "search_fact: a synonym, alias, abbreviation, spelling or informal word and the "
+            "documents' term for it. preference: how the user wants answers (language, "
+            "length, format, tone, how to address them)."
+        ),
+    )
+    memory_key: str = Field(
+        default="",
+        description=(
+            "For a search_fact, the user's word or phrase exactly as they typed it (e.g. "
+            "'backup copy'); for a preference, its subject: language, length, format, tone, "
+            "address or another one-word subject. Empty if nothing is stored."
         ),
     )
     memory_confidence: float = Field(
         default=0.0,
         ge=0.0,
         le=1.0,
-        description="How sure you are that memory_fact is correct and useful for future searches, 0 to 1.",
+        description="How sure you are that memory_fact is correct and useful later, 0 to 1.",
     )
     memory_fact: str = Field(
         default="",
-        description='The fact to remember, short, e.g. \'"backup copy" is called "snapshot" in these documents\'. Empty if none.',
+        description=(
+            'What to remember, short. A search_fact as a mapping, e.g. \'"backup copy" is '
+            'called "snapshot" in these documents\'; a preference as an instruction, e.g. '
+            "'Answer in German.'. Empty if none."
+        ),
     )
+
+
+class MemoryInfo(TypedDict):
+    """One memory the agent keeps about a user (``list_memories``).
+
+    ``kind`` is ``"search_fact"`` (used to search) or ``"preference"`` (applied to every
+    answer); ``key`` is what makes two memories the same one (a newer replaces the older):
+    a fact's alias key, a preference's subject.
+    """
+
+    id: str
+    text: str
+    kind: str
+    key: str
+    alias: str
+    question: str
+    updated_at: str
 
 
 class DrainReport(TypedDict):

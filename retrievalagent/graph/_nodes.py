@@ -8,9 +8,11 @@ that includes one trace event. Sync and async bodies share the parts that are no
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,8 +37,19 @@ from retrievalagent.graph._history import (
 )
 from retrievalagent.graph._state import AgentState
 from retrievalagent.memory._background import BackgroundWrites
-from retrievalagent.memory._base import MemoryBackend, MemoryHit, MemoryRecord, user_id_from_config
+from retrievalagent.memory._base import (
+    PREFERENCE,
+    MemoryBackend,
+    MemoryHit,
+    MemoryRecord,
+    Recall,
+    RecallRequest,
+    kind_of,
+    user_id_from_config,
+)
+from retrievalagent.memory._keys import alias_key, fact_targets, mapping_alias, question_keys
 from retrievalagent.models._base import Answerer, AnswerRequest, Grader, Rewriter
+from retrievalagent.models._prompts import memory_context
 from retrievalagent.persistence._titles import ThreadTitler, question_title
 from retrievalagent.retrieval._searcher import HybridSearcher, to_source
 from retrievalagent.retrieval._types import Hit
@@ -86,13 +99,22 @@ def _usable_hits(raw: Any) -> tuple[list[MemoryHit], int]:
             score = float(hit.score)
             text = _one_line(hit.text if isinstance(hit.text, str) else "")[:MAX_MEMORY_CHARS]
             meta = hit.metadata if isinstance(hit.metadata, dict) else {}
-            usable_hit = MemoryHit(str(hit.id), text, min(1.0, max(0.0, score)), meta)
+            usable_hit = dataclasses.replace(
+                hit, id=str(hit.id), text=text, score=min(1.0, max(0.0, score)), metadata=meta
+            )
         except (AttributeError, TypeError, ValueError, OverflowError):
             continue
         if math.isfinite(score) and text:
             usable.append(usable_hit)
-    usable.sort(key=lambda h: -h.score)
     return usable, len(raw) - len(usable)
+
+
+_SUBJECT_UNSAFE = re.compile(r"[^a-z0-9]+")
+
+
+def _alias_of(hit: MemoryHit) -> str:
+    """The alias a recalled fact explains (as stored, else read off a quoted mapping)."""
+    return str(hit.metadata.get("alias") or "") or mapping_alias(hit.text)
 
 
 def _call_with_timeout(fn: Callable[[], T], timeout: float) -> T:
@@ -183,6 +205,7 @@ class Nodes:
                 "user_id": user_id,
                 "title": title,
                 "memory_context": "",
+                "memory_terms": "",
                 "memories": [],
                 "dense_hits": [],
                 "lexical_hits": [],
@@ -209,77 +232,117 @@ class Nodes:
         return self.c.titler.title(question, config)
 
     # -- read_memory -----------------------------------------------------------------
-    def _after_read(self, hits: list[MemoryHit], scanned: int, start: float) -> dict[str, Any]:
+    def _recall_request(self, state: AgentState) -> RecallRequest:
+        question = state["question"]
+        return RecallRequest(
+            query=question,
+            user_id=state["user_id"],
+            limit=self.s.memory_top_k,
+            keys=question_keys(self.c.searcher.encoder, question),
+            max_preferences=self.s.memory_max_preferences,
+        )
+
+    def _after_read(self, recall: Recall, start: float, waited_ms: float) -> dict[str, Any]:
         threshold = self.s.memory_relevance_threshold
-        hits, malformed = _usable_hits(hits)
-        scanned = scanned if isinstance(scanned, int) and not isinstance(scanned, bool) else 0
-        kept = [h for h in hits if h.score >= threshold]
-        if kept:
-            context = "\n".join(f"- {h.text}" for h in kept)
-            event = {
-                "node": "read_memory",
-                "memories": context,
-                "n_kept": len(kept),
-                "n_scanned": scanned,
-                "threshold": threshold,
-                "best_score": round(kept[0].score, 4),
-                "backend": self.c.memory.name,  # type: ignore[union-attr]
-                "ms": _ms(start),
+        if not isinstance(recall, Recall):
+            recall, bad = Recall(), 1
+        else:
+            bad = 0
+        facts, bad_facts = _usable_hits(recall.facts)
+        preferences, bad_preferences = _usable_hits(recall.preferences)
+        facts = sorted((h for h in facts if h.kind != PREFERENCE), key=lambda h: -h.score)
+        preferences = [h for h in preferences if h.kind == PREFERENCE]
+        kept = [h for h in facts if h.score >= threshold]
+        scanned = recall.scanned if isinstance(recall.scanned, int) else 0
+        encoder = self.c.searcher.encoder
+        targets = [fact_targets(encoder, h.text, _alias_of(h)) for h in kept]
+        context = memory_context([h.text for h in kept], [h.text for h in preferences])
+        similarities = [h.similarity for h in facts if h.similarity is not None]
+        items = [
+            {
+                "id": h.id,
+                "kind": h.kind,
+                "key": h.key,
+                "text": h.text,
+                "score": round(h.score, 4),
+                "matched": h.matched,
             }
-            if malformed:
-                event["n_malformed"] = malformed
-            return {
-                "memory_context": context,
-                "memories": [{"id": h.id, "text": h.text, "score": h.score} for h in kept],
-                "trace": [event],
-            }
-        event = {
+            for h in [*kept, *preferences]
+        ]
+        event: dict[str, Any] = {
             "node": "read_memory",
-            "skipped": "below_threshold" if hits else "no_memories",
-            "threshold": threshold,
-            "best_score": round(hits[0].score, 4) if hits else None,
+            "memories": context,
+            "items": items,
+            "n_kept": len(items),
+            "n_facts": len(kept),
+            "n_preferences": len(preferences),
             "n_scanned": scanned,
+            "threshold": threshold,
+            "best_score": round(facts[0].score, 4) if facts else None,
+            "best_similarity": round(max(similarities), 4) if similarities else None,
             "backend": self.c.memory.name,  # type: ignore[union-attr]
+            "waited_for_writes_ms": round(waited_ms, 3),
             "ms": _ms(start),
         }
-        if malformed:
+        if not items:
+            event["skipped"] = "below_threshold" if facts else "no_memories"
+        if malformed := bad + bad_facts + bad_preferences:
             event["n_malformed"] = malformed
-        return {"trace": [event]}
+        return {
+            "memory_context": context,
+            "memory_terms": " ".join(dict.fromkeys(" ".join(targets).split())),
+            "memories": [
+                {
+                    "id": h.id,
+                    "text": h.text,
+                    "score": h.score,
+                    "kind": h.kind,
+                    "key": h.key,
+                    "alias": _alias_of(h),
+                }
+                for h in [*kept, *preferences]
+            ],
+            "trace": [event],
+        }
 
     def _read_skipped(self) -> dict[str, Any] | None:
         if self.c.memory is None:
-            return {"trace": [{"node": "read_memory", "skipped": "no_memory_backend"}]}
+            return {
+                "trace": [{"node": "read_memory", "memories": "", "skipped": "no_memory_backend"}]
+            }
         return None
+
+    def _read_failed(self, exc: Exception, start: float) -> dict[str, Any]:
+        logger.warning("memory recall failed: %s: %s", type(exc).__name__, exc)
+        event = _error_event("read_memory", exc, skipped="error", memories="", ms=_ms(start))
+        return {"trace": [event]}
 
     def read_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if (skipped := self._read_skipped()) is not None:
             return skipped
         memory, start = self.c.memory, time.perf_counter()
         assert memory is not None
+        request = self._recall_request(state)
         try:
-            hits, scanned = _call_with_timeout(
-                lambda: memory.search(state["question"], state["user_id"], self.s.memory_top_k),
-                self.s.memory_timeout,
-            )
+            # read-your-writes: what this user's previous turn stored is seen by this one
+            waited = self.c.writes.wait_for(request.user_id, self.s.memory_timeout)
+            recall = _call_with_timeout(lambda: memory.recall(request), self.s.memory_timeout)
         except Exception as exc:
-            logger.warning("memory recall failed: %s: %s", type(exc).__name__, exc)
-            return {"trace": [_error_event("read_memory", exc, skipped="error", ms=_ms(start))]}
-        return self._after_read(hits, scanned, start)
+            return self._read_failed(exc, start)
+        return self._after_read(recall, start, waited)
 
     async def aread_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if (skipped := self._read_skipped()) is not None:
             return skipped
         memory, start = self.c.memory, time.perf_counter()
         assert memory is not None
+        request = self._recall_request(state)
         try:
-            hits, scanned = await asyncio.wait_for(
-                memory.asearch(state["question"], state["user_id"], self.s.memory_top_k),
-                self.s.memory_timeout,
-            )
+            waited = await self.c.writes.await_for(request.user_id, self.s.memory_timeout)
+            recall = await asyncio.wait_for(memory.arecall(request), self.s.memory_timeout)
         except Exception as exc:
-            logger.warning("memory recall failed: %s: %s", type(exc).__name__, exc)
-            return {"trace": [_error_event("read_memory", exc, skipped="error", ms=_ms(start))]}
-        return self._after_read(hits, scanned, start)
+            return self._read_failed(exc, start)
+        return self._after_read(recall, start, waited)
 
     # -- dense_search ------------------------------------------------------------------
     def _after_dense(
@@ -321,9 +384,12 @@ class Nodes:
     def lexical_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start = time.perf_counter()
         searcher = self.c.searcher
-        memory_terms = searcher.encoder.memory_terms(state.get("memory_context") or "")
+        memory_terms = state.get("memory_terms") or ""
         hits = searcher.lexical_hits(
-            state["query"], memory_terms, searcher.conditions(state.get("filter"))
+            state["query"],
+            memory_terms,
+            searcher.conditions(state.get("filter")),
+            memory_weight=self.s.memory_term_weight,
         )
         event: dict[str, Any] = {
             "node": "lexical_search",
@@ -344,8 +410,10 @@ class Nodes:
         searcher = self.c.searcher
         dense = [Hit(h["id"], h["score"]) for h in state.get("dense_hits") or []]
         lexical = [Hit(h["id"], h["score"]) for h in state.get("lexical_hits") or []]
-        memory_terms = searcher.encoder.memory_terms(state.get("memory_context") or "")
-        fused = searcher.fuse(dense, lexical, self.s.top_k, state["query"], memory_terms)
+        memory_terms = state.get("memory_terms") or ""
+        fused = searcher.fuse(
+            dense, lexical, self.s.top_k, state["query"], memory_terms, self.s.memory_term_weight
+        )
         # Payloads of the winners only; a passage deleted since the search is left out.
         sources = [to_source(hit) for hit in searcher.with_payloads(fused)]
         event = {
@@ -368,6 +436,8 @@ class Nodes:
             sources=list(state.get("sources") or []),
             history=history_for_model(state.get("messages") or [], self.s.history_tokens),
             memory_context=state.get("memory_context") or "",
+            memory_terms=state.get("memory_terms") or "",
+            known_aliases=tuple(m["alias"] for m in state.get("memories") or [] if m.get("alias")),
             answer=answer,
             dense_scores=dense_scores,
         )
@@ -429,6 +499,8 @@ class Nodes:
             "memory_should_store": store,
             "memory_confidence": round(grade.memory_confidence, 4),
             "memory_worth_storing": grade.memory_worth_storing,
+            "memory_kind": grade.memory_kind,
+            "memory_key": grade.memory_key,
             "storage_threshold": threshold,
             "attempt": state.get("attempts", 0),
             "ms": _ms(start),
@@ -590,22 +662,43 @@ class Nodes:
                 "memory_confidence": grade.get("memory_confidence", 0.0),
                 "threshold": self.s.memory_storage_threshold,
             }, None
-        recalled = {m.get("text", "").strip().lower() for m in state.get("memories") or []}
-        if fact.strip().lower() in recalled:  # recalled this very turn: nothing new to store
+        record = self._record(state, fact, grade)
+        recalled = {
+            (m.get("kind", "search_fact"), m.get("text", "").strip().lower())
+            for m in state.get("memories") or []
+        }
+        if (record.kind, fact.strip().lower()) in recalled:  # recalled this turn: nothing new
             return {"node": "write_memory", "skipped": "already_known", "fact": fact}, None
-        record = MemoryRecord(
+        return {
+            "node": "write_memory",
+            "scheduled": True,
+            "backend": self.c.memory.name,
+            "kind": record.kind,
+            "key": record.key,
+            "fact": fact,
+        }, record
+
+    def _record(self, state: AgentState, fact: str, grade: dict[str, Any]) -> MemoryRecord:
+        """The memory to write, keyed so that a newer one on the same alias or subject
+        replaces the older (see ``memory._keys``)."""
+        kind = kind_of(grade.get("memory_kind"))
+        given = _one_line(str(grade.get("memory_key") or ""))[:80]
+        if kind == PREFERENCE:
+            key = _SUBJECT_UNSAFE.sub("-", given.lower()).strip("-")[:40]
+            alias = ""
+        else:
+            alias = given or mapping_alias(fact)
+            key = alias_key(self.c.searcher.encoder, alias) if alias else ""
+        return MemoryRecord(
             fact=fact,
             question=state["question"],
             answer=state.get("answer", ""),
             user_id=state["user_id"],
             metadata={"collection": self.c.collection},
+            kind=kind,
+            key=key,
+            alias=alias if key else "",
         )
-        return {
-            "node": "write_memory",
-            "scheduled": True,
-            "backend": self.c.memory.name,
-            "fact": fact,
-        }, record
 
     def _write_failed(
         self, state: AgentState, record: MemoryRecord
@@ -639,6 +732,7 @@ class Nodes:
                 lambda: memory.add(record),
                 f"{memory.name}: {record.fact[:60]}",
                 self._write_failed(state, record),
+                owner=record.user_id,
             )
             event["mode"] = "thread"
         event["ms"] = _ms(start)
@@ -653,12 +747,12 @@ class Nodes:
             label, hook = f"{memory.name}: {record.fact[:60]}", self._write_failed(state, record)
             if memory.async_native:
                 event["waited_ms"] = await self.c.writes.submit_task(
-                    lambda: memory.aadd(record), label, hook
+                    lambda: memory.aadd(record), label, hook, owner=record.user_id
                 )
                 event["mode"] = "task"
             else:  # a thread outlives the event loop; the write survives asyncio.run() ending
                 event["waited_ms"] = self.c.writes.submit_thread(
-                    lambda: memory.add(record), label, hook
+                    lambda: memory.add(record), label, hook, owner=record.user_id
                 )
                 event["mode"] = "thread"
         event["ms"] = _ms(start)

@@ -32,6 +32,7 @@ class AgentState(TypedDict, total=False):
     user_id: str
     filter: dict[str, Any] | None
     memory_context: str
+    memory_terms: str
     memories: list[dict[str, Any]]
     dense_hits: list[dict[str, Any]]
     lexical_hits: list[dict[str, Any]]

@@ -12,6 +12,9 @@ from retrievalagent.memory._base import (
     MemoryBackend,
     MemoryHit,
     MemoryRecord,
+    Recall,
+    RecallRequest,
+    memory_info,
     user_id_from_config,
 )
 from retrievalagent.memory._embedded import embedded_mem0, prepare_mem0_import
@@ -26,8 +29,11 @@ __all__ = [
     "MemoryBackend",
     "MemoryHit",
     "MemoryRecord",
+    "Recall",
+    "RecallRequest",
     "StoreBackend",
     "embedded_mem0",
+    "memory_info",
     "prepare_mem0_import",
     "user_id_from_config",
 ]

@@ -80,6 +80,7 @@ class BackgroundWrites:
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._stuck: set[threading.Thread] = set()  # workers inside a write past its timeout
+        self._owners: dict[cf.Future[None], str] = {}  # pending write -> the user it is for
         _live.add(self)
 
     # -- accounting --------------------------------------------------------------------
@@ -93,12 +94,15 @@ class BackgroundWrites:
         with self._lock:
             return list(self._errors)
 
-    def _track(self, description: str, on_failure: FailureHook | None = None) -> cf.Future[None]:
+    def _track(
+        self, description: str, on_failure: FailureHook | None = None, owner: str = ""
+    ) -> cf.Future[None]:
         future: cf.Future[None] = cf.Future()
         future.set_running_or_notify_cancel()
         with self._lock:
             self._scheduled += 1
             self._pending.add(future)
+            self._owners[future] = owner
 
         def done(f: cf.Future[None]) -> None:
             error = f.exception()
@@ -109,6 +113,7 @@ class BackgroundWrites:
                     logger.exception("memory write failure hook raised")
             with self._lock:
                 self._pending.discard(f)
+                self._owners.pop(f, None)
                 if error is None:
                     self._landed += 1
                 else:
@@ -132,7 +137,11 @@ class BackgroundWrites:
 
     # -- scheduling ----------------------------------------------------------------------
     def submit_thread(
-        self, fn: Callable[[], Any], description: str = "", on_failure: FailureHook | None = None
+        self,
+        fn: Callable[[], Any],
+        description: str = "",
+        on_failure: FailureHook | None = None,
+        owner: str = "",
     ) -> float:
         """Run ``fn`` on the worker pool; returns ms spent waiting for a slot.
 
@@ -141,7 +150,7 @@ class BackgroundWrites:
         Its worker is replaced meanwhile, so the writes queued behind it still run.
         """
         waited = self._acquire_slot()
-        future = self._track(description, on_failure)
+        future = self._track(description, on_failure, owner)
         timeout = self.timeout
 
         def settle(error: BaseException | None) -> None:
@@ -240,6 +249,7 @@ class BackgroundWrites:
         factory: Callable[[], Awaitable[Any]],
         description: str = "",
         on_failure: FailureHook | None = None,
+        owner: str = "",
     ) -> float:
         """Run the coroutine from ``factory`` as a task on the running loop."""
         waited = 0.0
@@ -247,7 +257,7 @@ class BackgroundWrites:
             started = time.perf_counter()
             await asyncio.to_thread(self._slots.acquire)
             waited = (time.perf_counter() - started) * 1e3
-        future = self._track(description, on_failure)
+        future = self._track(description, on_failure, owner)
 
         async def attempt() -> None:
             try:
@@ -285,6 +295,30 @@ class BackgroundWrites:
         task = asyncio.get_running_loop().create_task(run(), name="retrievalagent-memory-write")
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
         return waited
+
+    # -- read-your-writes ------------------------------------------------------------------
+    def _pending_of(self, owner: str) -> list[cf.Future[None]]:
+        with self._lock:
+            return [f for f, o in self._owners.items() if o == owner]
+
+    def wait_for(self, owner: str, timeout: float) -> float:
+        """Wait (at most ``timeout`` s) for ``owner``'s pending writes, so a turn sees what
+        the user's previous turn stored; returns the ms waited."""
+        pending = self._pending_of(owner)
+        if not pending:
+            return 0.0
+        started = time.perf_counter()
+        cf.wait(pending, timeout=timeout)
+        return (time.perf_counter() - started) * 1e3
+
+    async def await_for(self, owner: str, timeout: float) -> float:
+        """``wait_for`` without blocking the event loop."""
+        pending = self._pending_of(owner)
+        if not pending:
+            return 0.0
+        started = time.perf_counter()
+        await asyncio.wait([asyncio.wrap_future(f) for f in pending], timeout=timeout)
+        return (time.perf_counter() - started) * 1e3
 
     # -- draining ------------------------------------------------------------------------
     def drain(self, timeout: float | None = None) -> DrainReport:

@@ -1,75 +1,124 @@
 """What a long-term memory backend must do, and who a memory belongs to.
 
-Both backends (mem0 and LangGraph stores) answer two questions for one user: "what do you
-recall that is close to this question?" and "remember this fact". Scores are similarities
-in [0, 1], higher is closer, whatever the backend measures natively.
+A user's long-term memory holds two kinds of item (``MemoryKind``):
 
-What a memory is found by. A fact such as '"repository" is called "vault" in these
-documents' is far from any question in embedding space: against later questions the
-packaged MiniLM scores a bare fact 0.15-0.55, so it would never clear the default
-``memory_relevance_threshold`` of 0.7. So a memory is found by the question that taught it:
+* **search facts** -- '"vault" is called "repository" in these documents': found by the
+  *words the user uses*. Each fact is keyed by its alias (the user's word, normalised to
+  BM25 term ids by the node that writes it, see ``memory._keys``) and recalled whenever a
+  later question of that user contains the alias, whatever words surround it. Beside that
+  key channel, a fact is also found by embedding similarity to the question that taught
+  it (which is what a fact without a key, e.g. one written by mem0's own extractor, has).
+* **preferences** -- "answer in German": keyed by their subject (``language``,
+  ``length`` ...), at most one per subject, and recalled on *every* turn of that user
+  whatever the question: they never reach search, only the answer prompt.
 
-* ``StoreBackend`` (no store index): the vector of that question (already computed for the
-  turn's dense search, so a write embeds nothing); a fact stored without a question is
-  found by its own vector. With a store index: the store embeds ``recall_text`` and the
-  question.
-* ``Mem0Backend`` with ``infer=False`` (``memory=True`` without a model): mem0 stores and
-  embeds ``recall_text`` -- the question, then the fact -- and ``fact_text`` gives the
-  fact back when it is recalled. The same question scores ~0.85-0.95, a close rewording
-  ~0.75, unrelated questions stay below ~0.5.
-* ``Mem0Backend`` with ``infer=True``: mem0's LLM decides what is stored. It is sent the
-  question and "Search hint for these documents: <recall_text>"; an extractor that keeps
-  the question keeps recall working, one that keeps only the bare fact stores something
-  that scores ~0.15-0.55 against later questions. With such a model lower
-  ``memory_relevance_threshold`` (about 0.4-0.5, and check with ``retrievalagent tune``)
-  or pass ``infer=False`` to ``Mem0Backend``.
+Scores are similarities in [0, 1], higher is closer, whatever the backend measures
+natively. A fact recalled by its alias scores 1.0 (the user typed the word); one recalled
+by similarity keeps its similarity, so ``memory_relevance_threshold`` gates the similarity
+channel only and ``retrievalagent tune`` tunes it on ``best_similarity``.
 
-Recall is by similarity to earlier questions, so a fact learned from one question helps
-that question and close rewordings of it, rarely a different question that merely uses the
-same word (``bench/memory/alias_bench.py`` measures both).
+What the similarity channel compares. A bare fact is far from any question in embedding
+space (the packaged MiniLM scores one 0.15-0.55 against later questions), so a memory is
+embedded as the question that taught it (``recall_text``); the same question scores
+~0.85-0.95, a close rewording ~0.75, unrelated questions stay below ~0.5.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrievalagent._inputs import check_id
+from retrievalagent.types import MemoryInfo
 
 __all__ = [
     "DEFAULT_USER",
     "MemoryBackend",
     "MemoryHit",
+    "MemoryKind",
     "MemoryRecord",
+    "Recall",
+    "RecallRequest",
     "fact_text",
+    "memory_info",
+    "newest_per_key",
     "recall_text",
     "user_id_from_config",
 ]
 
 DEFAULT_USER = "default"
 
+MemoryKind = Literal["search_fact", "preference"]
+SEARCH_FACT: MemoryKind = "search_fact"
+PREFERENCE: MemoryKind = "preference"
+#: Item kinds written by earlier releases, read as search facts.
+LEGACY_FACT_KINDS = frozenset({"search_hint", "search_fact", ""})
+
+
+def kind_of(value: Any) -> MemoryKind:
+    """A stored ``kind`` as one of the two kinds (anything unknown is a search fact)."""
+    return PREFERENCE if value == PREFERENCE else SEARCH_FACT
+
 
 @dataclass
 class MemoryHit:
-    """One recalled memory."""
+    """One recalled (or listed) memory.
+
+    ``matched`` says why it was recalled: ``"alias"`` (the question contains its key),
+    ``"similarity"`` (its embedding is close to the question) or ``"preference"`` (applied
+    on every turn). ``similarity`` is the embedding score when one was computed.
+    """
 
     id: str
     text: str
     score: float
     metadata: dict[str, Any] = field(default_factory=dict)
+    kind: MemoryKind = SEARCH_FACT
+    key: str = ""
+    matched: str = "similarity"
+    similarity: float | None = None
+    updated_at: str = ""
 
 
 @dataclass
 class MemoryRecord:
-    """One fact to remember, with the turn it came from."""
+    """One memory to write, with the turn it came from.
+
+    ``key`` is what makes two records "the same memory" (a newer one replaces the older):
+    a search fact's alias key, a preference's subject. An empty key stores a new item.
+    """
 
     fact: str
     question: str
     answer: str
     user_id: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    kind: MemoryKind = SEARCH_FACT
+    key: str = ""
+    alias: str = ""  # the user's word as typed (search facts), for people reading the list
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """What one turn asks of memory: facts close to ``query`` or keyed by one of ``keys``,
+    and every preference of the user."""
+
+    query: str
+    user_id: str
+    limit: int
+    keys: tuple[str, ...] = ()
+    max_preferences: int = 20
+
+
+@dataclass
+class Recall:
+    """A backend's answer to a ``RecallRequest`` (facts best first, preferences newest first)."""
+
+    facts: list[MemoryHit] = field(default_factory=list)
+    preferences: list[MemoryHit] = field(default_factory=list)
+    scanned: int = 0
 
 
 _HINTED = re.compile(r"^(?P<question>[^()]*) \(search hint: (?P<fact>.*)\)$", re.DOTALL)
@@ -77,11 +126,14 @@ _ASKED = re.compile(r"\s*\(asked: [^()]*\)\s*$", re.DOTALL)  # the format of ear
 
 
 def recall_text(record: MemoryRecord) -> str:
-    """The text a memory is found by: the question that taught it, then the fact.
+    """The text a search fact is found by: the question that taught it, then the fact.
 
     The question comes first and dominates the embedding (see the module docstring);
     parentheses in it become brackets so ``fact_text`` can split the two unambiguously.
+    A preference is stored as itself.
     """
+    if record.kind == PREFERENCE:
+        return record.fact
     question = " ".join(record.question.split())[:300].replace("(", "[").replace(")", "]")
     return f"{question} (search hint: {record.fact})" if question else record.fact
 
@@ -95,26 +147,81 @@ def fact_text(text: str) -> str:
     return _ASKED.sub("", text).strip()
 
 
+def newest_per_key(hits: Iterable[MemoryHit], limit: int) -> list[MemoryHit]:
+    """Newest first, one per key (unkeyed items all kept), at most ``limit``."""
+    seen: set[str] = set()
+    out: list[MemoryHit] = []
+    for hit in sorted(hits, key=lambda h: h.updated_at, reverse=True):
+        if hit.key and hit.key in seen:
+            continue
+        seen.add(hit.key)
+        out.append(hit)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def merge_facts(*channels: Sequence[MemoryHit]) -> list[MemoryHit]:
+    """One hit per memory id across recall channels: an alias match wins, else the best
+    score; best first."""
+    best: dict[str, MemoryHit] = {}
+    for hits in channels:
+        for hit in hits:
+            held = best.get(hit.id)
+            if held is None:
+                best[hit.id] = hit
+                continue
+            if hit.similarity is not None and held.similarity is None:
+                held.similarity = hit.similarity
+            if hit.score > held.score or (hit.matched == "alias" and held.matched != "alias"):
+                hit.similarity = max(
+                    (s for s in (hit.similarity, held.similarity) if s is not None), default=None
+                )
+                best[hit.id] = hit
+    return sorted(best.values(), key=lambda h: -h.score)
+
+
+def memory_info(hit: MemoryHit) -> MemoryInfo:
+    """A stored memory as ``list_memories`` shows it."""
+    return MemoryInfo(
+        id=hit.id,
+        text=hit.text,
+        kind=hit.kind,
+        key=hit.key,
+        alias=str(hit.metadata.get("alias") or ""),
+        question=str(hit.metadata.get("question") or ""),
+        updated_at=hit.updated_at,
+    )
+
+
 @runtime_checkable
 class MemoryBackend(Protocol):
-    """Per-user recall and storage of search facts."""
+    """Per-user recall, storage, listing and erasure of long-term memories."""
 
     #: Short name for traces ("mem0", "store").
     name: str
     #: True when the write path is a coroutine (scheduled as an asyncio task under ainvoke).
     async_native: bool
 
-    def search(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
-        """Hits best first, and how many memories were looked at."""
+    def recall(self, request: RecallRequest) -> Recall:
+        """Facts by key or similarity, and the user's preferences."""
 
-    async def asearch(
-        self, query: str, user_id: str, limit: int
-    ) -> tuple[list[MemoryHit], int]: ...
+    async def arecall(self, request: RecallRequest) -> Recall: ...
 
     def add(self, record: MemoryRecord) -> None:
-        """Store one fact for ``record.user_id``."""
+        """Store one memory for ``record.user_id`` (replacing the one with the same key)."""
 
     async def aadd(self, record: MemoryRecord) -> None: ...
+
+    def list(self, user_id: str) -> list[MemoryHit]:
+        """Every memory of the user, newest first."""
+
+    async def alist(self, user_id: str) -> list[MemoryHit]: ...
+
+    def forget(self, user_id: str, memory_id: str | None = None) -> int:
+        """Delete one memory (or all of the user's); returns how many were deleted."""
+
+    async def aforget(self, user_id: str, memory_id: str | None = None) -> int: ...
 
 
 def user_id_from_config(config: Mapping[str, Any] | None) -> str:

@@ -3,8 +3,9 @@
 Everything stays local: mem0's ``langchain`` providers wrap the agent's chat model and
 embeddings, its vector store is Qdrant in local mode under the agent's data dir, and its
 history database sits beside it. Telemetry is switched off before mem0 is imported (unless
-the user chose otherwise), since mem0 otherwise calls out to the network. Without a chat
-model mem0 cannot extract facts, so facts are stored as given (``infer=False``).
+the user chose otherwise), since mem0 otherwise calls out to the network. Memories are
+stored as the agent's grader phrased them (``infer=False``): the grader already did the
+extraction, and mem0's own would drop the kind and key every recall relies on.
 """
 
 from __future__ import annotations
@@ -161,4 +162,4 @@ def embedded_mem0(
             )
             shared = _instances[key] = _Shared(memory)
         shared.users += 1
-        return EmbeddedMem0Backend(shared.memory, infer=model is not None, key=key)
+        return EmbeddedMem0Backend(shared.memory, infer=False, key=key)

@@ -1,25 +1,65 @@
 """mem0 as the memory backend: ``Memory``, ``AsyncMemory`` or the hosted ``MemoryClient``.
 
-mem0 2.x takes the user only inside ``filters`` when searching and calls the result size
-``top_k``; older releases and some clients say ``limit``. The adapter asks the signature
-once instead of guessing per call. Coroutine methods (``AsyncMemory``, or ``asearch`` /
-``aadd`` where a client has them) are awaited; sync ones run in a worker thread under
-``ainvoke`` so the event loop stays free.
+Every memory is added with metadata ``kind`` (``search_fact`` / ``preference``) and, when
+it has one, ``memory_key`` (a fact's alias key, a preference's subject). A recall is three
+reads, concurrent under ``AsyncMemory``: mem0's similarity ``search``, ``get_all`` of the
+user's preferences, and ``get_all`` of the facts whose ``memory_key`` is ``in`` the
+question's keys (mem0 2.x metadata filters). A keyed memory replaces the older ones with
+the same key (added first, then the old ones deleted, so a failure never loses both).
+
+mem0 2.x takes the user only inside ``filters`` and calls the result size ``top_k``; older
+releases and some clients say ``limit``: the adapter asks the signature once. Coroutine
+methods (``AsyncMemory``) are awaited; sync ones run in a worker thread under ``ainvoke``
+so the event loop stays free. mem0 rejects user ids with whitespace, so ids are stored
+percent-encoded (``mem0_user``): reversible, and every other id stays as it is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import math
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from retrievalagent._aio import in_thread, run_sync
-from retrievalagent.memory._base import MemoryHit, MemoryRecord, fact_text, recall_text
+from retrievalagent.memory._base import (
+    PREFERENCE,
+    MemoryHit,
+    MemoryRecord,
+    Recall,
+    RecallRequest,
+    fact_text,
+    kind_of,
+    merge_facts,
+    newest_per_key,
+    recall_text,
+)
+from retrievalagent.memory._plan import IO, Plan, arun, run
 
-__all__ = ["Mem0Backend"]
+__all__ = ["Mem0Backend", "mem0_user"]
+
+_MEM0_UNSAFE = re.compile(r"[\s%]")
+#: Most items one ``get_all`` may return (a user's whole memory when listing).
+_LIST_LIMIT = 10_000
+
+
+def mem0_user(user_id: str) -> str:
+    """The id mem0 stores a user under: whitespace and ``%`` percent-encoded (one-to-one)."""
+    return _MEM0_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), user_id)
+
+
+def all_of(steps: list[IO]) -> IO:
+    """Several I/O steps as one: in order when sync, concurrently when async."""
+
+    async def together() -> list[Any]:
+        return list(await asyncio.gather(*(step.async_() for step in steps)))
+
+    return IO(lambda: [step.sync() for step in steps], together)
+
 
 # mem0 vector stores whose native score is a distance (smaller = closer), per mem0's docs.
 _DISTANCE_PROVIDERS = frozenset({"faiss", "chroma"})
@@ -79,20 +119,20 @@ class Mem0Backend:
     def __init__(self, memory: Any, *, infer: bool = True, score_kind: str = "auto") -> None:
         self.memory = memory
         self.infer = infer
-        self._search, self._asearch = _pick(memory, "search")
-        self._add, self._aadd = _pick(memory, "add")
-        if not (self._search or self._asearch) or not (self._add or self._aadd):
+        self._methods = {
+            name: _pick(memory, name) for name in ("search", "add", "get_all", "delete")
+        }
+        if not all(any(self._methods[n]) for n in ("search", "add")):
             raise TypeError(
                 f"mem0_memory must have search() and add() methods (mem0 Memory or AsyncMemory), "
                 f"got {type(memory).__name__}"
             )
-        self.async_native = self._aadd is not None
-        any_search = self._search or self._asearch
-        params = inspect.signature(any_search).parameters
-        self._limit_key = "top_k" if "top_k" in params else "limit"
-        self._threshold = "threshold" in params
-        any_add = self._add or self._aadd
-        self._accepts_infer = "infer" in inspect.signature(any_add).parameters
+        self.async_native = self._methods["add"][1] is not None
+        search_params = self._params("search")
+        self._limit_key = "top_k" if "top_k" in search_params else "limit"
+        self._threshold = "threshold" in search_params
+        self._list_limit_key = "top_k" if "top_k" in self._params("get_all") else "limit"
+        self._accepts_infer = "infer" in self._params("add")
         if score_kind == "auto":
             provider = getattr(
                 getattr(getattr(memory, "config", None), "vector_store", None), "provider", None
@@ -105,68 +145,122 @@ class Mem0Backend:
         self.score_kind = score_kind
         _serialize_local_qdrant(memory)
 
-    # -- search ----------------------------------------------------------------------
-    def _search_kwargs(self, user_id: str, limit: int) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"filters": {"user_id": user_id}, self._limit_key: limit}
-        if self._threshold:
-            kwargs["threshold"] = 0.0  # the relevance bar is the agent's, applied after
-        return kwargs
+    def _params(self, name: str) -> Any:
+        sync, coro = self._methods[name]
+        method = sync or coro
+        return inspect.signature(method).parameters if method is not None else {}
 
-    def _hits(self, raw: Any, user_id: str | None = None) -> tuple[list[MemoryHit], int]:
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> IO:
+        """One mem0 call as an I/O step (a missing sync or async flavour is bridged)."""
+        sync, coro = self._methods[name]
+        if sync is None and coro is None:
+            raise TypeError(f"this mem0 object has no {name}() method")
+
+        def blocking() -> Any:
+            if sync is not None:
+                return sync(*args, **kwargs)
+            assert coro is not None
+            return run_sync(lambda: coro(*args, **kwargs))
+
+        async def awaited() -> Any:
+            if coro is not None:
+                return await coro(*args, **kwargs)
+            # its own thread, not the loop's executor: a hung call cannot starve the graph
+            return await in_thread(blocking)
+
+        return IO(blocking, awaited)
+
+    def _get_all(self, user: str, **filters: Any) -> IO:
+        return self._call(
+            "get_all", filters={"user_id": user, **filters}, **{self._list_limit_key: _LIST_LIMIT}
+        )
+
+    # -- reading results -------------------------------------------------------------
+    def _hits(self, raw: Any, user: str, matched: str) -> list[MemoryHit]:
         # A malformed item (not a dict, a score that is not a finite number) is skipped,
         # not allowed to fail the whole recall; so is an item of another user (mem0
         # filters by user already: this guards against a backend that does not).
         items = raw.get("results", []) if isinstance(raw, dict) else raw
-        items = items if isinstance(items, list | tuple) else []
         hits = []
-        for item in items:
-            if not isinstance(item, dict):
-                continue
-            if user_id is not None and str(item.get("user_id", user_id)) != user_id:
+        for item in items if isinstance(items, list | tuple) else []:
+            if not isinstance(item, dict) or str(item.get("user_id", user)) != user:
                 continue
             try:
-                score = float(item.get("score") or 0.0)
+                score = float(item.get("score") or 0.0) if matched == "similarity" else 1.0
             except (TypeError, ValueError, OverflowError):
                 continue
             if not math.isfinite(score):
                 continue
-            if self.score_kind == "distance":
+            if self.score_kind == "distance" and matched == "similarity":
                 score = 1.0 / (1.0 + max(0.0, score))
-            text = fact_text(str(item.get("memory") or item.get("text") or ""))
             metadata = item.get("metadata")
+            metadata = dict(metadata) if isinstance(metadata, dict) else {}
             hits.append(
                 MemoryHit(
-                    str(item.get("id", "")),
-                    str(text),
-                    score,
-                    dict(metadata) if isinstance(metadata, dict) else {},
+                    id=str(item.get("id", "")),
+                    text=fact_text(str(item.get("memory") or item.get("text") or "")),
+                    score=score,
+                    metadata=metadata,
+                    kind=kind_of(metadata.get("kind")),
+                    key=str(metadata.get("memory_key") or ""),
+                    matched=matched,
+                    similarity=score if matched == "similarity" else None,
+                    updated_at=str(item.get("updated_at") or item.get("created_at") or ""),
                 )
             )
-        hits.sort(key=lambda h: -h.score)
-        return hits, len(items)
+        return sorted(hits, key=lambda h: -h.score)
+
+    # -- recall ------------------------------------------------------------------------
+    def _recall(self, request: RecallRequest) -> Plan[Recall]:
+        user = mem0_user(request.user_id)
+        search_kwargs: dict[str, Any] = {
+            "filters": {"user_id": user},
+            self._limit_key: request.limit,
+        }
+        if self._threshold:
+            search_kwargs["threshold"] = 0.0  # the relevance bar is the agent's, applied after
+        steps = [self._call("search", request.query, **search_kwargs)]
+        if request.max_preferences > 0:
+            steps.append(self._get_all(user, kind=PREFERENCE))
+        if request.keys:
+            steps.append(self._get_all(user, memory_key={"in": list(request.keys)}))
+        results = yield all_of(steps)
+        similar = self._hits(results[0], user, "similarity")
+        preferences = (
+            self._hits(results[1], user, "preference") if request.max_preferences > 0 else []
+        )
+        keyed = self._hits(results[-1], user, "alias") if request.keys else []
+        facts = [h for h in similar if h.kind != PREFERENCE]
+        keyed = [h for h in keyed if h.kind != PREFERENCE and h.key in request.keys]
+        return Recall(
+            facts=merge_facts(keyed, facts)[: max(request.limit, len(keyed))],
+            preferences=newest_per_key(
+                (h for h in preferences if h.kind == PREFERENCE), request.max_preferences
+            ),
+            scanned=len(similar),
+        )
+
+    def recall(self, request: RecallRequest) -> Recall:
+        return run(self._recall(request))
+
+    async def arecall(self, request: RecallRequest) -> Recall:
+        return await arun(self._recall(request))
 
     def search(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
-        kwargs = self._search_kwargs(user_id, limit)
-        if self._search is not None:
-            return self._hits(self._search(query, **kwargs), user_id)
-        asearch = self._asearch
-        assert asearch is not None
-        return self._hits(run_sync(lambda: asearch(query, **kwargs)), user_id)
+        """Facts by similarity alone (no keys, no preferences)."""
+        recall = self.recall(RecallRequest(query, user_id, limit, max_preferences=0))
+        return recall.facts, recall.scanned
 
     async def asearch(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
-        kwargs = self._search_kwargs(user_id, limit)
-        if self._asearch is not None:
-            return self._hits(await self._asearch(query, **kwargs), user_id)
-        assert self._search is not None
-        search = self._search
-        # its own thread, not the loop's executor: a hung search cannot starve the graph
-        return self._hits(await in_thread(lambda: search(query, **kwargs)), user_id)
+        recall = await self.arecall(RecallRequest(query, user_id, limit, max_preferences=0))
+        return recall.facts, recall.scanned
 
     # -- add -------------------------------------------------------------------------
-    def _add_call(self, record: MemoryRecord) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    def _add(self, record: MemoryRecord) -> Plan[None]:
+        user = mem0_user(record.user_id)
         # mem0's extractor sees the question and the mapping it led to; without inference
-        # only the fact itself is stored (raw messages would store the question too).
-        if self.infer:
+        # only the memory itself is stored (raw messages would store the question too).
+        if self.infer and record.kind != PREFERENCE:
             messages = [
                 {"role": "user", "content": record.question},
                 {
@@ -176,26 +270,53 @@ class Mem0Backend:
             ]
         else:
             messages = [{"role": "user", "content": recall_text(record)}]
-        metadata = {"kind": "search_hint", "question": record.question[:500], **record.metadata}
-        kwargs: dict[str, Any] = {"user_id": record.user_id, "metadata": metadata}
+        metadata: dict[str, Any] = {
+            **record.metadata,
+            "kind": record.kind,
+            "question": record.question[:500],
+        }
+        if record.key:
+            metadata["memory_key"] = record.key
+        if record.alias:
+            metadata["alias"] = record.alias
+        older: list[MemoryHit] = []
+        if record.key and any(self._methods["get_all"]) and any(self._methods["delete"]):
+            raw = yield self._get_all(user, memory_key=record.key)
+            older = [h for h in self._hits(raw, user, "listed") if h.kind == record.kind]
+        kwargs: dict[str, Any] = {"user_id": user, "metadata": metadata}
         if self._accepts_infer:
             kwargs["infer"] = self.infer
-        return messages, kwargs
+        yield self._call("add", messages, **kwargs)
+        if older:  # replaced: the new one is stored, now the old ones go
+            yield all_of([self._call("delete", h.id) for h in older])
 
     def add(self, record: MemoryRecord) -> None:
-        messages, kwargs = self._add_call(record)
-        if self._add is not None:
-            self._add(messages, **kwargs)
-        else:
-            aadd = self._aadd
-            assert aadd is not None
-            run_sync(lambda: aadd(messages, **kwargs))
+        run(self._add(record))
 
     async def aadd(self, record: MemoryRecord) -> None:
-        messages, kwargs = self._add_call(record)
-        if self._aadd is not None:
-            await self._aadd(messages, **kwargs)
-        else:
-            assert self._add is not None
-            add = self._add
-            await in_thread(lambda: add(messages, **kwargs))
+        await arun(self._add(record))
+
+    # -- list / forget -------------------------------------------------------------------
+    def _list(self, user_id: str) -> Plan[list[MemoryHit]]:
+        user = mem0_user(user_id)
+        raw = yield self._get_all(user)
+        return sorted(self._hits(raw, user, "listed"), key=lambda h: h.updated_at, reverse=True)
+
+    def _forget(self, user_id: str, memory_id: str | None) -> Plan[int]:
+        hits = yield from self._list(user_id)
+        ids = [h.id for h in hits if memory_id is None or h.id == memory_id]
+        if ids:
+            yield all_of([self._call("delete", i) for i in ids])
+        return len(ids)
+
+    def list(self, user_id: str) -> list[MemoryHit]:
+        return run(self._list(user_id))
+
+    async def alist(self, user_id: str) -> list[MemoryHit]:
+        return await arun(self._list(user_id))
+
+    def forget(self, user_id: str, memory_id: str | None = None) -> int:
+        return run(self._forget(user_id, memory_id))
+
+    async def aforget(self, user_id: str, memory_id: str | None = None) -> int:
+        return await arun(self._forget(user_id, memory_id))

@@ -22,11 +22,12 @@ from retrievalagent.models._offline import (
     FeedbackRewriter,
     alias_fact,
 )
-from retrievalagent.models._prompts import SEARCH_HINTS_PREFIX
+from retrievalagent.models._prompts import PREFERENCES_PREFIX, SEARCH_HINTS_PREFIX
 from retrievalagent.models._retry import RetryPolicy, is_transient
 
 __all__ = [
     "OFFLINE_GENERATED_BY",
+    "PREFERENCES_PREFIX",
     "SEARCH_HINTS_PREFIX",
     "Answer",
     "AnswerRequest",

@@ -26,7 +26,9 @@ class AnswerRequest:
     query: str
     sources: list[dict[str, Any]]
     history: Sequence[BaseMessage] = ()
-    memory_context: str = ""
+    memory_context: str = ""  # exactly what the answer prompt shows of recalled memory
+    memory_terms: str = ""  # the recalled facts' corpus terms (what BM25 searched for)
+    known_aliases: tuple[str, ...] = ()  # question words a recalled fact already explains
     answer: str = ""  # filled in for grading
     dense_scores: dict[str, float] = field(default_factory=dict)  # chunk id -> cosine
 

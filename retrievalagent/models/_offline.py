@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
+from retrievalagent.memory._preferences import Preference, find_preference
 from retrievalagent.models._alias import AliasFinder
 from retrievalagent.models._base import Answer, AnswerRequest
 from retrievalagent.retrieval._index import VectorIndex
@@ -58,6 +59,14 @@ def _sentences(text: str) -> list[str]:
             out.append(" — ".join(c for c in cells if c))
     out.extend(_prose_sentences("\n".join(prose)))
     return out
+
+
+def stated_preference_only(message: str) -> Preference | None:
+    """The preference a message states when stating it is all the message does."""
+    preference = find_preference(message)
+    if preference is None or "?" in message:
+        return None
+    return preference
 
 
 def alias_fact(alias: str, canonical: str) -> str:
@@ -112,6 +121,14 @@ class ExtractiveAnswerer:
         return vectors
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
+        if (preference := stated_preference_only(request.question)) is not None:
+            return Answer(
+                f"Noted, I will remember this preference: {preference.instruction} "
+                "(Offline answers quote your documents; a language model configured "
+                "later will follow it.)",
+                GENERATED_BY,
+                llm=False,
+            )
         if not request.sources:
             return Answer(
                 "I could not find anything about this in the indexed documents.",
@@ -120,10 +137,8 @@ class ExtractiveAnswerer:
             )
         wanted = set(self.encoder.query_terms(request.query))
         wanted |= set(self.encoder.query_terms(request.question))
-        if request.memory_context:
-            wanted |= set(
-                self.encoder.query_terms(self.encoder.memory_terms(request.memory_context))
-            )
+        if request.memory_terms:
+            wanted |= set(self.encoder.query_terms(request.memory_terms))
         question_vector = None
         if self.embeddings is not None:
             question_vector = self.embeddings.embed_query(request.question)
@@ -220,29 +235,50 @@ class EvidenceGrader:
         cosines = [request.dense_scores.get(s["id"], 0.0) for s in top]
         semantic = min(1.0, max(0.0, (max(cosines, default=0.0) - 0.25) / 0.45))
         texts = [" ".join(s.get("headings") or []) + " " + str(s.get("text", "")) for s in top]
-        coverage = self.encoder.coverage(request.question, texts)
+        # A word a recalled fact explains is absent from the corpus by definition: it is
+        # covered by the fact's terms, not missing (else every such turn is rewritten).
+        question = request.question
+        for alias in request.known_aliases:
+            question = re.sub(rf"(?i)\b{re.escape(alias)}\w*", " ", question)
+        coverage = self.encoder.coverage(question, [*texts, request.memory_terms])
         return round(0.6 * semantic + 0.4 * coverage, 3)
 
-    def _alias(self, request: AnswerRequest, confidence: float) -> tuple[str, float]:
-        """An alias fact for a question word absent from the corpus, and its confidence."""
+    def _alias(self, request: AnswerRequest, confidence: float) -> tuple[str, str, float]:
+        """An alias fact for a question word absent from the corpus, the alias, and its
+        confidence."""
         if self.aliases is None:
-            return "", 0.0
+            return "", "", 0.0
         proposal = self.aliases.propose(
             request.question, request.sources, request.answer, confidence
         )
-        if proposal is None:
-            return "", 0.0
-        return alias_fact(proposal.alias, proposal.canonical), proposal.confidence
+        known = {a.lower() for a in request.known_aliases}
+        if proposal is None or proposal.alias.lower() in known:  # already remembered
+            return "", "", 0.0
+        return alias_fact(proposal.alias, proposal.canonical), proposal.alias, proposal.confidence
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
+        preference = find_preference(request.question)
+        if preference is not None:  # rules in memory._preferences (documented)
+            only = stated_preference_only(request.question) is not None
+            confidence = 0.9 if only else self._confidence(request)
+            return Grade(
+                sufficient=only or confidence >= self.min_confidence,
+                confidence=confidence,
+                memory_worth_storing=True,
+                memory_kind="preference",
+                memory_key=preference.subject,
+                memory_confidence=0.9,
+                memory_fact=preference.instruction,
+            )
         confidence = self._confidence(request)
-        fact, memory_confidence = ("", 0.0)
+        fact, alias, memory_confidence = "", "", 0.0
         if confidence >= self.min_confidence:
-            fact, memory_confidence = self._alias(request, confidence)
+            fact, alias, memory_confidence = self._alias(request, confidence)
         return Grade(
             sufficient=bool(request.sources) and confidence >= self.min_confidence,
             confidence=confidence,
             memory_worth_storing=bool(fact),
+            memory_key=alias,
             memory_confidence=memory_confidence if fact else 0.0,
             memory_fact=fact,
         )

@@ -8,15 +8,19 @@ from typing import Any
 __all__ = [
     "ANSWER_SYSTEM",
     "GRADE_SYSTEM",
+    "PREFERENCES_PREFIX",
     "REWRITE_SYSTEM",
     "SEARCH_HINTS_PREFIX",
     "format_passages",
+    "memory_context",
     "search_hints",
 ]
 
 # The prefix of the answer prompt when recalled memory cleared the relevance bar. Its
 # wording is part of the public contract (docs: "Memory & persistence").
 SEARCH_HINTS_PREFIX = "Known search hints for this corpus (synonyms / aliases ...):\n"
+# The block carrying the user's stored preferences, applied on every turn.
+PREFERENCES_PREFIX = "The user's standing preferences (follow them in every answer):\n"
 
 ANSWER_SYSTEM = """\
 You answer questions using only the numbered passages below, which were retrieved from the \
@@ -29,19 +33,24 @@ Passages:
 {passages}"""
 
 GRADE_SYSTEM = """\
-You check an answer produced by a retrieval system and decide what, if anything, it should \
-remember for future searches over the same documents.
+You check an answer produced by a retrieval system and decide what, if anything, to \
+remember about this user for later turns.
 
 Judge:
 - sufficient / confidence: is the answer supported by the passages, and does it answer the \
 question?
-- memory_worth_storing / memory_confidence / memory_fact: store a fact only when the question \
-used a word or spelling that the documents express differently (a synonym, alias, brand \
-spelling, abbreviation, common typo, informal word for a formal one) and the passages show \
-the mapping. Such a fact helps later searches find the documents' wording. Do NOT store \
-trivial substring matches, facts about a single document, or anything about the user's \
-identity, preferences or workflow. Phrase a stored fact as a short mapping, e.g. \
-'"backup copy" is called "snapshot" in these documents'."""
+- memory_worth_storing / memory_kind / memory_key / memory_confidence / memory_fact: \
+remember one of two kinds of thing, or nothing.
+  * search_fact: the question used a word or spelling that the documents express \
+differently (a synonym, alias, brand spelling, abbreviation, common typo, informal word for \
+a formal one) and the passages show the mapping. memory_key is the user's word exactly as \
+typed; memory_fact a short mapping, e.g. '"backup copy" is called "snapshot" in these \
+documents'. Not for trivial substring matches or facts about a single document.
+  * preference: the user stated how they want to be answered (language, length, format, \
+tone, how to address them). memory_key is its subject (language, length, format, tone, \
+address, or another one-word subject); memory_fact the instruction, e.g. 'Answer in \
+German.'. A request about this one question only is not a preference.
+  Store nothing else about the user (no identity, secrets or personal details)."""
 
 GRADE_HUMAN = """\
 Question: {question}
@@ -77,6 +86,16 @@ def format_passages(sources: Sequence[dict[str, Any]], max_chars: int = 1500) ->
     return "\n\n".join(blocks) if blocks else "(no passages were found)"
 
 
+def memory_context(facts: Sequence[str], preferences: Sequence[str]) -> str:
+    """The recalled memory as the answer prompt shows it: search hints, then preferences."""
+    blocks = []
+    if facts:
+        blocks.append(SEARCH_HINTS_PREFIX + "\n".join(f"- {f}" for f in facts))
+    if preferences:
+        blocks.append(PREFERENCES_PREFIX + "\n".join(f"- {p}" for p in preferences))
+    return "\n\n".join(blocks)
+
+
 def search_hints(memory_context: str) -> str:
     """The system-prompt prefix carrying recalled memory (empty when there is none)."""
-    return f"{SEARCH_HINTS_PREFIX}{memory_context}\n\n" if memory_context else ""
+    return f"{memory_context}\n\n" if memory_context else ""

@@ -1,0 +1,49 @@
+"""One implementation of a backend operation for both the sync and the async API.
+
+A backend writes each operation once, as a generator that *yields* the I/O it needs (an
+``IO`` request) and receives the result; ``run`` drives it with blocking calls, ``arun``
+with awaited ones. The logic between the I/O calls -- planning the batch, scoring, merging
+-- so exists once, as in langgraph's ``BaseStore`` (operations built as data, one
+``batch``/``abatch`` pair).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["IO", "Plan", "arun", "run"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class IO:
+    """One I/O step: the sync and the async way to perform it."""
+
+    sync: Callable[[], Any]
+    async_: Callable[[], Awaitable[Any]]
+
+
+Plan = Generator[IO, Any, T]
+
+
+def run(plan: Plan[T]) -> T:
+    """Drive ``plan`` with blocking calls."""
+    try:
+        step = next(plan)
+        while True:
+            step = plan.send(step.sync())
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def arun(plan: Plan[T]) -> T:
+    """Drive ``plan`` with awaited calls."""
+    try:
+        step = next(plan)
+        while True:
+            step = plan.send(await step.async_())
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]

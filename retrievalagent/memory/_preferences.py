@@ -1,0 +1,180 @@
+"""Offline recognition of a stated preference ("I prefer answers in German.").
+
+Without a chat model nothing understands free text, so a few documented rules recognise
+the common ways of stating how answers should be given. A sentence counts only when the
+whole sentence is the request (so "Why do people prefer answers in German?" is a question,
+not a preference). Each rule gives a subject -- at most one preference per subject is
+kept, a newer one replaces the older -- and a normalised instruction that is what the
+answer prompt later shows. The table in ``docs/memory.md`` lists these rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["LANGUAGES", "Preference", "find_preference"]
+
+LANGUAGES = frozenset(
+    [
+        "afrikaans",
+        "albanian",
+        "arabic",
+        "armenian",
+        "basque",
+        "bengali",
+        "bulgarian",
+        "catalan",
+        "chinese",
+        "croatian",
+        "czech",
+        "danish",
+        "dutch",
+        "english",
+        "esperanto",
+        "estonian",
+        "finnish",
+        "french",
+        "galician",
+        "georgian",
+        "german",
+        "greek",
+        "hebrew",
+        "hindi",
+        "hungarian",
+        "icelandic",
+        "indonesian",
+        "irish",
+        "italian",
+        "japanese",
+        "korean",
+        "latin",
+        "latvian",
+        "lithuanian",
+        "malay",
+        "norwegian",
+        "persian",
+        "polish",
+        "portuguese",
+        "romanian",
+        "russian",
+        "serbian",
+        "slovak",
+        "slovenian",
+        "spanish",
+        "swahili",
+        "swedish",
+        "tagalog",
+        "tamil",
+        "thai",
+        "turkish",
+        "ukrainian",
+        "urdu",
+        "vietnamese",
+        "welsh",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Preference:
+    """A recognised preference: its subject and the instruction the prompt shows."""
+
+    subject: str
+    instruction: str
+
+
+_LEAD = r"(?:(?:please|kindly|from now on|always|going forward|in future|in the future)[,\s]+)*"
+_ANSWERS = r"(?:answers?|replies|reply|responses?|explanations?)"
+_RESPOND = r"(?:answer|reply|respond|write|talk|speak|explain(?: things)?)"
+_TAIL = r"(?:[,\s]+(?:please|from now on|in future|in the future|going forward|thanks|thank you))*"
+_LANG = r"(?P<language>[A-Za-z]+)"
+
+
+def _rule(body: str) -> re.Pattern[str]:
+    return re.compile(rf"^{_LEAD}{body}{_TAIL}$", re.IGNORECASE)
+
+
+_LANGUAGE_RULES = [
+    _rule(rf"i(?:'d| would)? (?:prefer|like|want) (?:my |your |the )?{_ANSWERS} in {_LANG}"),
+    _rule(rf"(?:can you |could you |you should )?{_RESPOND}(?: to me)?(?: only)? in {_LANG}"),
+    _rule(
+        rf"i(?:'d| would)? (?:prefer|like) (?:it )?(?:if you )?(?:{_RESPOND}|you to {_RESPOND})(?: to me)? in {_LANG}"
+    ),
+    _rule(rf"(?:use|speak) {_LANG}(?: with me| when you {_RESPOND})?"),
+]
+_LENGTH = {
+    "short": "Keep answers short.",
+    "shorter": "Keep answers short.",
+    "brief": "Keep answers short.",
+    "concise": "Keep answers short.",
+    "detailed": "Give detailed answers.",
+    "longer": "Give detailed answers.",
+    "long": "Give detailed answers.",
+    "thorough": "Give detailed answers.",
+}
+_LENGTH_RULES = [
+    _rule(rf"i(?:'d| would)? (?:prefer|like|want) (?P<length>\w+)(?: and \w+)? {_ANSWERS}"),
+    _rule(rf"(?:keep|make) (?:your |the |my )?{_ANSWERS} (?P<length>\w+)"),
+    _rule(rf"(?:be|keep it) (?:more |very )?(?P<length>\w+)(?: in your {_ANSWERS})?"),
+]
+_FORMAT_RULES = [
+    (
+        _rule(
+            rf"(?:use|give me|i(?:'d| would)? (?:prefer|like)) bullet(?:ed)? (?:points|lists?)(?: in (?:your )?{_ANSWERS})?"
+        ),
+        "Format answers as bullet points.",
+    ),
+    (
+        _rule(
+            rf"(?:{_RESPOND}|format (?:your )?{_ANSWERS}) (?:in|as|with) bullet(?:ed)? (?:points|lists?)"
+        ),
+        "Format answers as bullet points.",
+    ),
+    (
+        _rule(
+            rf"i(?:'d| would)? (?:prefer|like) {_ANSWERS} (?:in|as) bullet(?:ed)? (?:points|lists?)"
+        ),
+        "Format answers as bullet points.",
+    ),
+]
+_TONE_RULES = [
+    _rule(r"(?:use|keep) an? (?P<tone>formal|informal|casual|friendly|neutral|professional) tone"),
+    _rule(r"(?:be|sound) (?:more )?(?P<tone>formal|informal|casual|friendly|professional)"),
+    _rule(
+        rf"i(?:'d| would)? (?:prefer|like) (?:a )?(?P<tone>formal|informal|casual|friendly|professional) (?:tone|{_ANSWERS})"
+    ),
+]
+_ADDRESS_RULES = [
+    _rule(r"(?:call me|address me as|refer to me as) (?P<name>[\w .'-]{1,40}?)"),
+]
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _sentence_preference(sentence: str) -> Preference | None:
+    for rule in _LANGUAGE_RULES:
+        if (m := rule.match(sentence)) and m.group("language").lower() in LANGUAGES:
+            return Preference("language", f"Answer in {m.group('language').capitalize()}.")
+    for rule in _LENGTH_RULES:
+        if (m := rule.match(sentence)) and m.group("length").lower() in _LENGTH:
+            return Preference("length", _LENGTH[m.group("length").lower()])
+    for rule, instruction in _FORMAT_RULES:
+        if rule.match(sentence):
+            return Preference("format", instruction)
+    for rule in _TONE_RULES:
+        if m := rule.match(sentence):
+            return Preference("tone", f"Use a {m.group('tone').lower()} tone.")
+    for rule in _ADDRESS_RULES:
+        if m := rule.match(sentence):
+            return Preference("address", f"Address the user as {m.group('name').strip()}.")
+    return None
+
+
+def find_preference(message: str) -> Preference | None:
+    """The last preference stated in ``message`` (one whole sentence each), or None."""
+    found = None
+    for raw in _SENTENCES.split(message):
+        sentence = " ".join(raw.split()).rstrip(".!").strip()
+        if sentence and not sentence.endswith("?") and (pref := _sentence_preference(sentence)):
+            found = pref
+    return found
