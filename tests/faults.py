@@ -21,7 +21,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langgraph.store.base import Item, SearchItem
+from langgraph.store.base import (
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 from langgraph.store.memory import InMemoryStore
 
 READ_FAULTS = ("ok", "raise", "hang", "slow", "malformed", "foreign")
@@ -213,9 +220,12 @@ def malformed_items(plan: FaultPlan, real: list[SearchItem]) -> Any:
 def foreign_items(store: InMemoryStore, namespace: tuple[str, ...]) -> list[SearchItem]:
     """Another user's items, as a store with a too-wide prefix search would return them."""
     out = []
-    for ns in store.list_namespaces(prefix=(namespace[0],)):
+    op = ListNamespacesOp(match_conditions=(MatchCondition("prefix", (namespace[0],)),))
+    [namespaces] = InMemoryStore.batch(store, [op])
+    for ns in namespaces:
         if tuple(ns) != tuple(namespace):
-            out.extend(InMemoryStore.search(store, ns, limit=5))
+            [items] = InMemoryStore.batch(store, [SearchOp(ns, limit=5)])
+            out.extend(items)
     return out
 
 
@@ -292,35 +302,52 @@ class FaultyAsyncMem0:
 
 
 class FaultyStore(InMemoryStore):
-    """A real ``InMemoryStore`` whose search/put may fail in the ways of :class:`FaultPlan`.
+    """A real ``InMemoryStore`` whose reads and writes may fail in the ways of
+    :class:`FaultPlan`.
 
-    ``put`` (sync, the agent's worker threads) and ``search``/``asearch`` are faulted;
-    everything else is the store's own code.
+    Every store call goes through ``batch``/``abatch`` (``search`` and ``put`` included), so
+    that is where faults strike: a batch holding a ``PutOp`` is a write ("add"), any other
+    a read ("search"); malformed or foreign items replace or join the first result list.
     """
 
     def __init__(self, plan: FaultPlan, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.plan = plan
 
-    def _after(self, kind: str, namespace: tuple[str, ...], real: list[SearchItem]) -> Any:
+    @staticmethod
+    def _op(ops: Any) -> str | None:
+        """What a batch is to the plan: a write, a recall (it lists or searches), or
+        neither (the fetch of cached vectors, the fault harness's own lookups)."""
+        if any(isinstance(op, PutOp) for op in ops):
+            return "add"
+        if any(isinstance(op, SearchOp) for op in ops):
+            return "search"
+        return None
+
+    def _after(self, kind: str, ops: list[Any], real: list[Any]) -> Any:
+        if not real or not isinstance(real[0], list):
+            return real
+        first = real[0]
         if kind == "malformed":
-            return malformed_items(self.plan, real)
+            return [malformed_items(self.plan, first), *real[1:]]
         if kind == "foreign":
-            return foreign_items(self, namespace) + real
+            return [foreign_items(self, tuple(ops[0].namespace_prefix)) + first, *real[1:]]
         return real
 
-    def search(self, namespace_prefix: tuple[str, ...], /, **kwargs: Any) -> Any:
-        kind = self.plan.pick("search")
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        op = self._op(ops)
+        if op is None:
+            return super().batch(ops)
+        kind = self.plan.pick(op)
         self.plan.strike_sync(kind)
-        return self._after(kind, namespace_prefix, super().search(namespace_prefix, **kwargs))
+        return self._after(kind, ops, super().batch(ops))
 
-    async def asearch(self, namespace_prefix: tuple[str, ...], /, **kwargs: Any) -> Any:
-        kind = self.plan.pick("search")
+    async def abatch(self, ops: Any) -> Any:
+        ops = list(ops)
+        op = self._op(ops)
+        if op is None:
+            return await super().abatch(ops)
+        kind = self.plan.pick(op)
         await self.plan.strike_async(kind)
-        real = await super().asearch(namespace_prefix, **kwargs)
-        return self._after(kind, namespace_prefix, real)
-
-    def put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any], **kw: Any) -> None:
-        kind = self.plan.pick("add")
-        self.plan.strike_sync(kind)
-        super().put(namespace, key, value, **kw)
+        return self._after(kind, ops, await super().abatch(ops))

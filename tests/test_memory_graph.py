@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import SystemMessage
+from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import BackgroundWrites
@@ -46,31 +47,34 @@ class SlowStore(InMemoryStore):
         self.search_error, self.search_delay = search_error, search_delay
         self.puts = 0
 
-    def put(self, *args: Any, **kwargs: Any) -> None:
-        time.sleep(self.delay)
-        if self.put_error is not None:
-            raise self.put_error
-        super().put(*args, **kwargs)
-        self.puts += 1
-
-    async def aput(self, *args: Any, **kwargs: Any) -> None:
-        await asyncio.sleep(self.delay)
-        if self.put_error is not None:
-            raise self.put_error
-        await super().aput(*args, **kwargs)
-        self.puts += 1
-
-    def search(self, *args: Any, **kwargs: Any) -> Any:
+    # Every store call goes through batch/abatch (search and put included).
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):
+            time.sleep(self.delay)
+            if self.put_error is not None:
+                raise self.put_error
+            result = super().batch(ops)
+            self.puts += 1
+            return result
         time.sleep(self.search_delay)
         if self.search_error is not None:
             raise self.search_error
-        return super().search(*args, **kwargs)
+        return super().batch(ops)
 
-    async def asearch(self, *args: Any, **kwargs: Any) -> Any:
+    async def abatch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):
+            await asyncio.sleep(self.delay)
+            if self.put_error is not None:
+                raise self.put_error
+            result = await super().abatch(ops)
+            self.puts += 1
+            return result
         await asyncio.sleep(self.search_delay)
         if self.search_error is not None:
             raise self.search_error
-        return await super().asearch(*args, **kwargs)
+        return await super().abatch(ops)
 
 
 @pytest.fixture
@@ -99,9 +103,10 @@ def test_read_memory_fired_shape_and_state(docs_agent: Callable[..., Any]) -> No
     teach(rag, "alice", '"kill" is called "terminate" in these documents', "How do I kill it?")
     state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
     (event,) = trace_events(state, "read_memory")
-    assert event["memories"] == f"- {FACT}"
+    assert event["memories"] == f"{SEARCH_HINTS_PREFIX}- {FACT}"
     assert event["n_kept"] == 1 and event["n_scanned"] == 2 and event["threshold"] == 0.7
-    assert state.memory_context == f"- {FACT}"
+    assert event["items"][0]["kind"] == "search_fact" and event["items"][0]["text"] == FACT
+    assert state.memory_context == event["memories"]
     assert state.memories[0]["text"] == FACT
 
 

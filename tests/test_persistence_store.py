@@ -80,7 +80,9 @@ def test_postgres_store_without_pgvector(pg_schema_url: str, build: Callable[...
         stranger = rag.invoke("Where is my backup copy kept?", cfg("bob"))
         check_learned(first, second, stranger, model)
         (item,) = store.search(("memories", "alice"))
-        assert item.value["text"] == FACT and len(item.value["embedding"]) == 384
+        (vector,) = store.search(("memory_vectors", "alice"))
+        assert item.value["text"] == FACT and len(vector.value["embedding"]) == 384
+        assert vector.key == item.key
 
 
 async def test_async_postgres_store_without_pgvector(

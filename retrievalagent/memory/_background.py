@@ -317,7 +317,7 @@ class BackgroundWrites:
         if not pending:
             return 0.0
         started = time.perf_counter()
-        await asyncio.wait([asyncio.wrap_future(f) for f in pending], timeout=timeout)
+        await self._await(pending, timeout)
         return (time.perf_counter() - started) * 1e3
 
     # -- draining ------------------------------------------------------------------------
@@ -345,11 +345,15 @@ class BackgroundWrites:
         with self._lock:
             pending = list(self._pending)
         if pending:
-            waiters = [asyncio.wrap_future(f) for f in pending]
-            for waiter in waiters:  # a failed write's error is counted, not "never retrieved"
-                waiter.add_done_callback(_retrieve)
-            await asyncio.wait(waiters, timeout=timeout)
+            await self._await(pending, timeout)
         return self.counts()
+
+    @staticmethod
+    async def _await(pending: list[cf.Future[None]], timeout: float | None) -> None:
+        waiters = [asyncio.wrap_future(f) for f in pending]
+        for waiter in waiters:  # a failed write's error is counted, not "never retrieved"
+            waiter.add_done_callback(_retrieve)
+        await asyncio.wait(waiters, timeout=timeout)
 
     def _drain_at_exit(self) -> None:
         if not self._pending:

@@ -56,7 +56,12 @@ def all_of(steps: list[IO]) -> IO:
     """Several I/O steps as one: in order when sync, concurrently when async."""
 
     async def together() -> list[Any]:
-        return list(await asyncio.gather(*(step.async_() for step in steps)))
+        # every outcome is collected, so a second failure is not left "never retrieved"
+        results = await asyncio.gather(*(step.async_() for step in steps), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return list(results)
 
     return IO(lambda: [step.sync() for step in steps], together)
 

@@ -155,7 +155,9 @@ class StoreBackend:
     def _own(items: list[SearchItem] | None, ns: tuple[str, str]) -> list[SearchItem]:
         """Only items of exactly ``ns``: a store's prefix search may also return deeper
         namespaces, and no other user's item may ever be scored for this one."""
-        return [it for it in items or [] if tuple(it.namespace) == ns]
+        if not isinstance(items, list | tuple):
+            return []
+        return [it for it in items if isinstance(it, Item) and tuple(it.namespace) == ns]
 
     # -- recall ------------------------------------------------------------------------
     def _recall(self, request: RecallRequest) -> Plan[Recall]:
@@ -173,7 +175,7 @@ class StoreBackend:
         listed, prefs, by_key = (
             self._own(results[0], ns),
             self._own(results[1], ns),
-            [it for it in results[2:] if it is not None],
+            [it for it in results[2:] if isinstance(it, Item) and tuple(it.namespace) == ns],
         )
         keyed = [
             _hit(it, 1.0, "alias") for it in by_key if kind_of(it.value.get("kind")) != PREFERENCE
@@ -185,20 +187,20 @@ class StoreBackend:
                 for it in facts
             ]
         else:
+            facts = sorted(facts, key=lambda it: it.updated_at, reverse=True)[: self.scan_limit]
             similar = yield from self._similar(request, ns, facts)
         return Recall(
             facts=merge_facts(keyed, similar)[: max(request.limit, len(keyed))],
             preferences=newest_per_key(
                 (_hit(it, 1.0, "preference") for it in prefs), request.max_preferences
             ),
-            scanned=len(listed),
+            scanned=len(facts),
         )
 
     def _similar(
         self, request: RecallRequest, ns: tuple[str, str], facts: list[SearchItem]
     ) -> Plan[list[MemoryHit]]:
-        """Cosine similarity of the question to each of the newest facts' vectors."""
-        facts = sorted(facts, key=lambda it: it.updated_at, reverse=True)[: self.scan_limit]
+        """Cosine similarity of the question to each fact's vector."""
         if not facts:
             return []
         vectors = {it.key: self._cached(ns, it) for it in facts}
