@@ -38,12 +38,12 @@ def main() -> None:
     print("writes:", rag.drain_background(timeout=30))
 
     again = rag.invoke("Is a backup kept for thirty days?", config=alice)
-    print("alice recalled:", again.memory_context or "(nothing)")
+    print("alice recalled:", "; ".join(m["text"] for m in again.memories) or "(nothing)")
     [lexical] = again.events("lexical_search")
     print("memory terms added to BM25:", lexical.get("memory_terms", "(none)"))
 
     other = rag.invoke("Is a backup kept for thirty days?", config=bob)
-    print("bob recalled:", other.memory_context or "(nothing)")
+    print("bob recalled:", "; ".join(m["text"] for m in other.memories) or "(nothing)")
     assert other.memory_context == "", "one user's memories must never reach another"
     rag.close()
 

@@ -39,11 +39,11 @@ def main() -> None:
 
     async def ask_async() -> None:
         later = await rag.ainvoke("Is a backup kept for thirty days?", config=alice)
-        print("alice recalled (async):", later.memory_context or "(nothing)")
+        print("alice recalled (async):", "; ".join(m["text"] for m in later.memories) or "-")
         stranger = await rag.ainvoke(
             "Is a backup kept for thirty days?", config={"configurable": {"user_id": "carol"}}
         )
-        print("carol recalled (async):", stranger.memory_context or "(nothing)")
+        print("carol recalled (async):", "; ".join(m["text"] for m in stranger.memories) or "-")
         assert stranger.memory_context == ""
         await rag.adrain_background()
 

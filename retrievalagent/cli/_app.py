@@ -1,4 +1,4 @@
-"""The ``retrievalagent`` command: demo, ingest, ask, chat, graph, sources, delete, tune.
+"""The ``retrievalagent`` command: demo, ingest, ask, chat, graph, sources, delete, tune, memory.
 
 Errors print one line (``--debug`` shows the traceback). Options not given fall back to
 the ``RAG_*`` environment variables, exactly as ``init_agent`` does.
@@ -352,6 +352,10 @@ def delete(
 from retrievalagent.cli._tune import tune as _tune  # noqa: E402 (memory threshold tuning)
 
 app.command("tune")(_tune)
+
+from retrievalagent.cli._memory import memory_app as _memory_app  # noqa: E402
+
+app.add_typer(_memory_app, name="memory")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -4,8 +4,11 @@ With ``RAG_TRACE_FILE`` set, every finished turn appends its trace as one JSON l
 ``TraceLog`` in ``graph/_nodes.py``). This command reads those lines and reports, for each
 threshold, what the agent saw:
 
-* relevance (``memory_relevance_threshold``): the ``best_score`` of every recall
-  (``read_memory`` events, fired or ``below_threshold``);
+* relevance (``memory_relevance_threshold``): the ``best_similarity`` of every recall
+  (``read_memory`` events, fired or ``below_threshold``): the threshold gates recall by
+  meaning only (a fact whose alias the question contains is recalled whatever its
+  similarity, preferences always apply), so the alias matches' 1.0 are left out; traces of
+  earlier releases give ``best_score``;
 * storage (``memory_storage_threshold``): the ``memory_confidence`` of every fact the
   grader proposed (``final_grade`` events with ``memory_worth_storing``).
 
@@ -112,12 +115,15 @@ def analyze(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             if node == "read_memory":
                 if "error" in event:
                     recall["error"] += 1
-                elif "memories" in event:
+                elif event.get("n_kept", 1 if "memories" in event else 0) and not event.get(
+                    "skipped"
+                ):
                     recall["fired"] += 1
                 else:
                     recall[str(event.get("skipped", "?"))] += 1
-                if isinstance(event.get("best_score"), int | float):
-                    best_scores.append(float(event["best_score"]))
+                best = event.get("best_similarity", event.get("best_score"))
+                if isinstance(best, int | float):
+                    best_scores.append(float(best))
                 if isinstance(event.get("threshold"), int | float):
                     relevance_in_use[float(event["threshold"])] += 1
             elif node == "final_grade":
