@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,45 @@ def test_help_lists_every_command(runner: CliRunner) -> None:
     assert result.exit_code == 0
     for command in ("demo", "ingest", "ask", "chat", "graph", "sources", "delete"):
         assert command in result.stdout
+
+
+def test_memory_list_and_forget_show_and_erase_what_is_remembered(
+    runner: CliRunner, notes: Path, postgres_url: str
+) -> None:
+    """A user sees what the agent keeps about them and can have it erased, for the
+    embedded mem0 (memory=True) and for a PostgresStore."""
+    import uuid
+
+    from langgraph.store.postgres import PostgresStore
+
+    from retrievalagent import init_agent
+
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    user = f"ann lee {uuid.uuid4().hex[:6]}"  # a space: every backend must accept it
+    with PostgresStore.from_conn_string(postgres_url) as pg:
+        pg.setup()
+        for kwargs, store_args in (
+            ({"memory": True}, []),
+            ({"memory_store": pg}, ["--store", postgres_url]),
+        ):
+            with init_agent("notes", **kwargs) as rag:
+                rag.invoke(
+                    "I prefer answers in German.", config={"configurable": {"user_id": user}}
+                )
+            listed = invoke(runner, "memory", "list", user, "-c", "notes", *store_args)
+            assert listed.exit_code == 0 and "[preference]  Answer in German." in listed.stdout
+            as_json = invoke(runner, "memory", "list", user, "-c", "notes", "--json", *store_args)
+            (memory,) = json.loads(as_json.stdout)
+            assert memory["kind"] == "preference" and memory["key"] == "language"
+            wrong = runner.invoke(
+                app, ["memory", "forget", user, "-c", "notes", "--id", "nope", *store_args]
+            )
+            assert wrong.exit_code == 1 and "no memory with id 'nope'" in wrong.stderr
+            gone = invoke(
+                runner, "memory", "forget", user, "-c", "notes", "--id", memory["id"], *store_args
+            )
+            assert gone.exit_code == 0 and "erased 1 memory" in gone.stdout
+            empty = invoke(runner, "memory", "list", user, "-c", "notes", *store_args)
+            assert "nothing is remembered" in empty.stdout
+    refused = runner.invoke(app, ["memory", "list", "bob", "-c", "notes", "--store", "sqlite:///x"])
+    assert refused.exit_code == 1 and "postgresql://" in refused.stderr

@@ -163,3 +163,49 @@ def test_memory_improves_retrieval_without_an_llm(
     )
     assert rag.drain_background(timeout=30)["landed"] == 1
     assert len(rag.list_memories("ops")) == 1
+
+
+LONG_PHRASINGS = [
+    "My daughter borrowed the car last weekend and now nobody remembers the alarm code; "
+    "how can I reset it?",
+    "After the battery swap the car keeps beeping, so where do I change its alarm code?",
+    "Is there a way to set a new alarm code for the car without going to the dealer?",
+]
+
+
+@pytest.mark.parametrize("backend", ["store", "mem0"])
+def test_a_learned_alias_is_recalled_whatever_words_surround_it(
+    make_agent: Callable[..., Any], backend: str
+) -> None:
+    kwargs = {"memory_store": InMemoryStore()} if backend == "store" else {"memory": True}
+    rag = make_agent("car-phrasings", top_k=8, **kwargs)
+    rag.add_documents(
+        [
+            Document(f"# {CAR_TITLES[key]}\n\n{text}", metadata={"source": key})
+            for key, text in CAR_PASSAGES.items()
+        ],
+        progress=False,
+    )
+    ops, stranger = {"configurable": {"user_id": "ops"}}, {"configurable": {"user_id": "bob"}}
+    taught = rag.invoke(CAR_QUESTION, config=ops)
+    assert taught.memory_fact == '"car" is called "vehicle" in these documents'
+    rag.drain_background(timeout=30)
+
+    def rank(state: Any) -> int:
+        return [s["source"] for s in state.sources].index("vehicle-alarm")
+
+    for question in LONG_PHRASINGS:
+        state = rag.invoke(question, config=ops)
+        (read,) = trace_events(state, "read_memory")
+        assert [(i["kind"], i["matched"]) for i in read["items"]] == [("search_fact", "alias")]
+        # recalled by the word, not by meaning: these phrasings are far from the taught one
+        assert read["best_similarity"] is None or read["best_similarity"] < 0.9
+        assert trace_events(state, "lexical_search")[0]["memory_terms"] == "vehicle"
+        assert rank(state) <= rank(rag.invoke(question, config=stranger)), question
+    # a question that does not use the word recalls nothing, however close its topic
+    control = rag.invoke("How often should the smoke detector battery be changed?", config=ops)
+    assert trace_events(control, "read_memory")[0]["items"] == []
+    # the same mapping taught again is not stored twice
+    rag.invoke(CAR_QUESTION, config=ops)
+    rag.drain_background(timeout=30)
+    assert [m["text"] for m in rag.list_memories("ops")] == [taught.memory_fact]

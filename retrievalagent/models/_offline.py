@@ -251,8 +251,15 @@ class EvidenceGrader:
         proposal = self.aliases.propose(
             request.question, request.sources, request.answer, confidence
         )
+        if proposal is None:
+            return "", "", 0.0
         known = {a.lower() for a in request.known_aliases}
-        if proposal is None or proposal.alias.lower() in known:  # already remembered
+        explained = set(self.encoder.query_terms(request.memory_terms))
+        if proposal.alias.lower() in known or (
+            explained and set(self.encoder.query_terms(proposal.canonical)) <= explained
+        ):
+            # Remembered already, or its corpus term is the one a recalled fact already
+            # points to ("dealer" -> "vehicle" on a turn "car" -> "vehicle" answered).
             return "", "", 0.0
         return alias_fact(proposal.alias, proposal.canonical), proposal.alias, proposal.confidence
 

@@ -1,0 +1,240 @@
+"""Preferences a user states apply to every later answer of that user, and only theirs.
+
+The chat model is the project's local OpenAI-compatible server over real HTTP (only its
+words are scripted); the memory backends are real: InMemoryStore, PostgresStore, the
+embedded mem0 (``memory=True``) and mem0's ``AsyncMemory``. What is checked is what the
+model was sent: the system prompt of each answer request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from retrievalagent.errors import ConfigError
+from retrievalagent.memory import Mem0Backend
+from tests.test_memory_helpers import mem0_config
+
+STATEMENTS = {
+    "I prefer answers in German.": ("language", "Answer in German."),
+    "Please answer in French from now on.": ("language", "Answer in French."),
+    "Keep answers short.": ("length", "Keep answers short."),
+    "Use bullet points.": ("format", "Format answers as bullet points."),
+}
+
+
+class HostedModel:
+    """Scripted words of a hosted model: a grade that recognises the statements above,
+    and answers; every answer request's (question, system prompt) is recorded."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[str, str]] = []
+
+    def __call__(self, request: Any) -> Any:
+        if request.json_schema is not None:
+            question = re.search(r"Question: (.*)", request.last_user_message)
+            stated = STATEMENTS.get(question.group(1).strip() if question else "")
+            if stated is None:
+                return {"sufficient": True, "confidence": 0.9}
+            return {
+                "sufficient": True,
+                "confidence": 0.9,
+                "memory_worth_storing": True,
+                "memory_kind": "preference",
+                "memory_key": stated[0],
+                "memory_confidence": 0.95,
+                "memory_fact": stated[1],
+            }
+        if "Passages:" in request.system_prompt:
+            self.answers.append((request.last_user_message, request.system_prompt))
+        return "Hybrid search fuses BM25 and dense results [1]."
+
+    def prompt(self, question: str) -> str:
+        (system,) = [s for q, s in self.answers if q == question]
+        return system
+
+
+@pytest.fixture
+def hosted(openai_server: Any) -> HostedModel:
+    model = HostedModel()
+    openai_server.responder = model
+    return model
+
+
+@pytest.fixture
+def pg_store(postgres_url: str) -> Iterator[Any]:
+    import psycopg
+    from langgraph.store.postgres import PostgresStore
+
+    schema = f"ra_pref_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in postgres_url else "?"
+    url = f"{postgres_url}{sep}options=-csearch_path%3D{schema}"
+    try:
+        with PostgresStore.from_conn_string(url) as store:
+            store.setup()
+            yield store
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def build(
+    make_agent: Callable[..., Any], sample_docs: Path, tmp_path: Path, minilm: Any, request: Any
+) -> Callable[..., Any]:
+    def factory(backend: str, **kwargs: Any) -> Any:
+        kwargs.setdefault("model", "openai:gpt-test")
+        if backend == "store":
+            kwargs["memory_store"] = InMemoryStore()
+        elif backend == "postgres":
+            kwargs["memory_store"] = request.getfixturevalue("pg_store")
+        elif backend == "mem0":
+            kwargs["memory"] = True
+        elif backend == "mem0_async":
+            from mem0 import AsyncMemory
+
+            memory = AsyncMemory.from_config(mem0_config(tmp_path / "am0", minilm))
+            kwargs["mem0_memory"] = Mem0Backend(memory, infer=False)
+        rag = make_agent("prefs", **kwargs)
+        rag.add_documents(sample_docs, progress=False)
+        return rag
+
+    return factory
+
+
+def cfg(user: str, thread: str | None = None) -> dict[str, Any]:
+    configurable = {"user_id": user}
+    if thread:
+        configurable["thread_id"] = thread
+    return {"configurable": configurable}
+
+
+BACKENDS = ["store", "postgres", "mem0", "mem0_async"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_preference_applies_to_every_later_turn_of_its_user_only(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    rag = build(backend)
+    rag.invoke("I prefer answers in German.", cfg("alice", "t1"))
+    state = rag.invoke("What is hybrid search?", cfg("alice", "t1"))
+    assert "- Answer in German." in hosted.prompt("What is hybrid search?")
+    (read,) = state.events("read_memory")
+    assert [(i["kind"], i["text"]) for i in read["items"]] == [("preference", "Answer in German.")]
+    assert state.memory_context in hosted.prompt("What is hybrid search?")
+    # whatever the question, in any thread of hers
+    rag.invoke("Where are the logs kept?", cfg("alice", "another-thread"))
+    assert "- Answer in German." in hosted.prompt("Where are the logs kept?")
+    # never in another user's prompt, never into search
+    other = rag.invoke("How do I restore a backup?", cfg("bob", "t9"))
+    assert "German" not in hosted.prompt("How do I restore a backup?")
+    assert other.memory_context == ""
+    assert "memory_terms" not in state.events("lexical_search")[0]
+    # a newer preference on the same subject replaces the older one
+    rag.invoke("Please answer in French from now on.", cfg("alice", "t1"))
+    rag.invoke("What does fusion do?", cfg("alice", "t2"))
+    prompt = hosted.prompt("What does fusion do?")
+    assert "- Answer in French." in prompt and "German" not in prompt
+    kept = rag.list_memories("alice")
+    assert [(m["kind"], m["key"], m["text"]) for m in kept] == [
+        ("preference", "language", "Answer in French.")
+    ]
+    assert rag.list_memories("bob") == []
+
+
+@pytest.mark.parametrize("backend", ["store", "mem0_async"])
+def test_preferences_under_ainvoke_and_forget(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    rag = build(backend)
+
+    async def scenario() -> None:
+        config = cfg("carol")
+        await rag.ainvoke("Keep answers short.", config)
+        await rag.ainvoke("Use bullet points.", config)
+        await rag.ainvoke("What is hybrid search?", config)
+        prompt = hosted.prompt("What is hybrid search?")
+        assert "- Keep answers short." in prompt and "- Format answers as bullet points." in prompt
+        kept = await rag.alist_memories("carol")
+        assert {m["key"] for m in kept} == {"length", "format"}
+        assert await rag.aforget("carol", kept[0]["id"]) == 1
+        assert await rag.aforget("carol", "no-such-id") == 0
+        assert len(await rag.alist_memories("carol")) == 1
+        assert await rag.aforget("carol") == 1
+        await rag.ainvoke("Where are the logs kept?", config)
+        assert "preferences" not in hosted.prompt("Where are the logs kept?")
+
+    asyncio.run(scenario())
+
+
+def test_the_number_of_preferences_applied_is_bounded(
+    build: Callable[..., Any], hosted: HostedModel
+) -> None:
+    rag = build("store", memory_max_preferences=2)
+    for statement in ("I prefer answers in German.", "Keep answers short.", "Use bullet points."):
+        rag.invoke(statement, cfg("dan"))
+    rag.invoke("What is hybrid search?", cfg("dan"))
+    prompt = hosted.prompt("What is hybrid search?")
+    # the newest two subjects apply; all three stay listed (nothing stored is dropped)
+    assert "- Keep answers short." in prompt and "- Format answers as bullet points." in prompt
+    assert "German" not in prompt
+    assert len(rag.list_memories("dan")) == 3
+
+
+@pytest.mark.parametrize("backend", ["store", "mem0"])
+def test_concurrent_users_never_see_each_others_preferences(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    rag = build(backend)
+    languages = ["German", "French", "Spanish", "Italian", "Dutch", "Polish"]
+    for language in languages:
+        STATEMENTS[f"I prefer answers in {language}."] = ("language", f"Answer in {language}.")
+
+    def user_turns(language: str) -> None:
+        user = f"user-{language}"
+        rag.invoke(f"I prefer answers in {language}.", cfg(user))
+        rag.invoke(f"What is hybrid search for {user}?", cfg(user))
+
+    with ThreadPoolExecutor(len(languages)) as pool:
+        list(pool.map(user_turns, languages))
+    for language in languages:
+        prompt = hosted.prompt(f"What is hybrid search for user-{language}?")
+        assert f"- Answer in {language}." in prompt
+        assert not [other for other in languages if other != language and other in prompt]
+
+
+def test_offline_rules_store_and_apply_a_preference(
+    make_agent: Callable[..., Any], sample_docs: Path
+) -> None:
+    rag = make_agent("offline-prefs", memory_store=InMemoryStore())
+    rag.add_documents(sample_docs, progress=False)
+    first = rag.invoke("I prefer answers in German.", cfg("erin"))
+    assert "Answer in German." in first.answer  # acknowledged, not answered from a passage
+    assert first.events("final_grade")[0]["memory_kind"] == "preference"
+    later = rag.invoke("What is hybrid search?", cfg("erin", "new-thread"))
+    assert later.memory_context.endswith("- Answer in German.")
+    # a question about preferences is not one
+    asked = rag.invoke("Why do people prefer answers in German?", cfg("frank"))
+    assert asked.events("final_grade")[0]["memory_kind"] != "preference", asked.trace
+    assert [m for m in rag.list_memories("frank") if m["kind"] == "preference"] == []
+
+
+def test_listing_and_forgetting_need_memory_and_a_user(make_agent: Callable[..., Any]) -> None:
+    with pytest.raises(ConfigError, match="no long-term memory"):
+        make_agent("no-memory").list_memories("alice")
+    rag = make_agent("with-memory", memory_store=InMemoryStore())
+    with pytest.raises(ConfigError, match="user_id"):
+        rag.forget("  ")
+    with pytest.raises(ConfigError):
+        rag.list_memories("bad\x00id")
