@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
@@ -60,6 +59,7 @@ from retrievalagent.retrieval import (
     ServerIndex,
     VectorIndex,
     make_fuser,
+    to_document,
     to_source,
 )
 from retrievalagent.types import AgentResult, DrainReport, MemoryInfo, StreamEvent
@@ -260,12 +260,25 @@ class RetrievalAgent:
         return [to_source(h) for h in hits]
 
     def as_retriever(
-        self, *, top_k: int | None = None, filter: Mapping[str, Any] | None = None
+        self,
+        *,
+        k: int | None = None,
+        top_k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> HybridRetriever:
-        """A LangChain ``BaseRetriever`` over the same hybrid search."""
+        """A LangChain ``BaseRetriever`` over the same hybrid search.
+
+        ``k`` and ``top_k`` are one setting (default: ``settings.top_k``); both, and
+        ``filter``, may also be given per call: ``retriever.invoke(question, k=1)``. The
+        documents keep the metadata they were ingested with; the chunk id is
+        ``Document.id`` and the library's fields are under ``metadata["retrievalagent"]``.
+        """
+        if k is not None and top_k is not None and k != top_k:
+            raise ConfigError(f"give k or top_k, not both (k={k!r}, top_k={top_k!r})")
+        count = k if k is not None else top_k
         return HybridRetriever(
             searcher=self._components.searcher,
-            top_k=top_k or self.settings.top_k,
+            top_k=count if count is not None else self.settings.top_k,
             filter=dict(filter) if filter else None,
         )
 
@@ -305,19 +318,7 @@ class RetrievalAgent:
     @staticmethod
     def _result(state: Mapping[str, Any], config: RunnableConfig) -> AgentResult:
         result = AgentResult(state)
-        result["documents"] = [
-            Document(
-                page_content=s.get("text", ""),
-                id=s.get("id"),
-                metadata={
-                    **s.get("metadata", {}),
-                    "source": s.get("source"),
-                    "score": s.get("score"),
-                    "chunk_id": s.get("id"),
-                },
-            )
-            for s in state.get("sources") or []
-        ]
+        result["documents"] = [to_document(s) for s in state.get("sources") or []]
         result.setdefault("thread_id", (config.get("configurable") or {}).get("thread_id"))
         return result
 

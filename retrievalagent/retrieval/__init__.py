@@ -4,12 +4,13 @@ from retrievalagent.retrieval._edge import EdgeIndex
 from retrievalagent.retrieval._fusion import FusedHit, Fuser, fuse, make_fuser
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
-from retrievalagent.retrieval._retriever import HybridRetriever, to_document
+from retrievalagent.retrieval._retriever import RESERVED_KEY, HybridRetriever, to_document
 from retrievalagent.retrieval._searcher import HybridSearcher, QueryEmbedder, to_source
 from retrievalagent.retrieval._server import ServerIndex
 from retrievalagent.retrieval._types import Condition, Hit, Sparse, parse_filter
 
 __all__ = [
+    "RESERVED_KEY",
     "Condition",
     "EdgeIndex",
     "FusedHit",
