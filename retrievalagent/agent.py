@@ -59,6 +59,7 @@ from retrievalagent.retrieval import (
     ServerIndex,
     VectorIndex,
     make_fuser,
+    resolve_reranker,
     to_document,
     to_source,
 )
@@ -614,6 +615,7 @@ def init_agent(
     mem0_memory: Any = None,
     memory: bool = False,
     qdrant_client: Any = None,
+    reranker: Any = None,
     **settings: Any,
 ) -> RetrievalAgent:
     """Build a retrieval agent over ``collection``.
@@ -634,6 +636,10 @@ def init_agent(
             :class:`~retrievalagent.memory.Mem0Backend` (wins over ``memory_store``).
         memory: ``True`` for an embedded mem0 built from this agent's model and embeddings.
         qdrant_client: A ready ``QdrantClient`` to use instead of ``backend_url``.
+        reranker: Reorders the first ``rerank_k`` fused passages before ``top_k`` are
+            kept: any LangChain ``BaseDocumentCompressor`` (FlashRank, a HuggingFace
+            cross-encoder, Cohere, ...) or ``"llm"`` (a listwise rerank by ``model``).
+            A reranker that fails leaves the fused order (an ``error`` in the trace).
         **settings: Any field of :class:`~retrievalagent.Settings` (``top_k``,
             ``memory_relevance_threshold``, ``data_dir``, ...); each also reads its
             ``RAG_*`` env var, and an explicit argument wins.
@@ -664,6 +670,8 @@ def init_agent(
         **settings,
     )
     chat_model = resolve_model(model if isinstance(model, BaseChatModel) else cfg.model)
+    retry = RetryPolicy(retries=cfg.model_retries, backoff=cfg.model_backoff)
+    rerank = resolve_reranker(reranker, chat_model, retry)
     base_embeddings = resolve_embeddings(
         embeddings if isinstance(embeddings, Embeddings) else cfg.embeddings,
         batch_size=cfg.embed_batch_size,
@@ -686,8 +694,9 @@ def init_agent(
             encoder,
             make_fuser(cfg.fusion, rrf_k=cfg.rrf_k, dense_weight=cfg.dense_weight),
             cfg.fetch_k,
+            reranker=rerank,
+            rerank_k=cfg.rerank_k,
         )
-        retry = RetryPolicy(retries=cfg.model_retries, backoff=cfg.model_backoff)
         backend_impl: MemoryBackend | None = None
         if mem0_memory is not None:
             # A ready Mem0Backend keeps its options (e.g. infer=False with an LLM-backed mem0).

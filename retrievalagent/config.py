@@ -128,6 +128,15 @@ class Settings:
         low=0.0,
         high=1.0,
     )
+    rerank_k: int = _knob(
+        "RAG_RERANK_K",
+        20,
+        "With a reranker (`init_agent(reranker=...)`): fused passages it reorders before "
+        "the first `top_k` are kept.",
+        kind=int,
+        low=1,
+        high=200,
+    )
     max_retries: int = _knob(
         "RAG_MAX_RETRIES",
         1,

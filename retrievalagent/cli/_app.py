@@ -1,4 +1,5 @@
-"""The ``retrievalagent`` command: demo, ingest, ask, chat, graph, sources, delete, tune, memory.
+"""The ``retrievalagent`` command: demo, ingest, ask, chat, graph, sources, delete, tune, eval,
+memory.
 
 Errors print one line (``--debug`` shows the traceback). Options not given fall back to
 the ``RAG_*`` environment variables, exactly as ``init_agent`` does.
@@ -352,6 +353,10 @@ def delete(
 from retrievalagent.cli._tune import tune as _tune  # noqa: E402 (memory threshold tuning)
 
 app.command("tune")(_tune)
+
+from retrievalagent.cli._eval import eval_command as _eval  # noqa: E402 (retrieval quality)
+
+app.command("eval")(_eval)
 
 from retrievalagent.cli._memory import memory_app as _memory_app  # noqa: E402
 

@@ -412,20 +412,32 @@ class Nodes:
         lexical = [Hit(h["id"], h["score"]) for h in state.get("lexical_hits") or []]
         memory_terms = state.get("memory_terms") or ""
         fused = searcher.fuse(
-            dense, lexical, self.s.top_k, state["query"], memory_terms, self.s.memory_term_weight
+            dense,
+            lexical,
+            searcher.candidates_for(self.s.top_k),
+            state["query"],
+            memory_terms,
+            self.s.memory_term_weight,
         )
         # Payloads of the winners only; a passage deleted since the search is left out.
-        sources = [to_source(hit) for hit in searcher.with_payloads(fused)]
+        hits = searcher.with_payloads(fused)
+        fuse_ms = _ms(start)
+        # With a reranker, the first rerank_k fused passages are reordered before the cut.
+        hits, rerank_event = searcher.rerank(state["question"], hits)
+        sources = [to_source(hit) for hit in hits[: self.s.top_k]]
         event = {
             "node": "fuse",
             "method": searcher.fuser.name,
             "dense_hits": len(dense),
             "lexical_hits": len(lexical),
             "fused": len(sources),
-            "ms": _ms(start),
+            "ms": fuse_ms,
             "top_sources": [s["source"] for s in sources[:3]],
         }
-        return {"sources": sources, "trace": [event]}
+        if rerank_event:
+            rerank_event["attempt"] = state.get("attempts", 0)
+            rerank_event["top_sources"] = event["top_sources"]
+        return {"sources": sources, "trace": [event, rerank_event] if rerank_event else [event]}
 
     # -- generate ------------------------------------------------------------------------
     def _request(self, state: AgentState, answer: str = "") -> AnswerRequest:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -21,9 +22,12 @@ from langchain_core.embeddings import Embeddings
 from retrievalagent.retrieval._fusion import FusedHit, Fuser
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
+from retrievalagent.retrieval._rerank import Reranker
 from retrievalagent.retrieval._types import Condition, Hit, Sparse, parse_filter
 
 __all__ = ["HybridSearcher", "QueryEmbedder", "to_source"]
+
+logger = logging.getLogger("retrievalagent")
 
 
 class QueryEmbedder(Embeddings):
@@ -129,6 +133,9 @@ def to_source(hit: FusedHit | Hit) -> dict[str, Any]:
     if isinstance(hit, FusedHit):
         source["dense_rank"] = hit.dense_rank
         source["lexical_rank"] = hit.lexical_rank
+        for key in ("fused_rank", "rerank_score"):  # set when a reranker reordered it
+            if key in hit.extra:
+                source[key] = hit.extra[key]
     return source
 
 
@@ -147,13 +154,56 @@ class HybridSearcher:
         encoder: LexicalEncoder,
         fuser: Fuser,
         fetch_k: int,
+        reranker: Reranker | None = None,
+        rerank_k: int = 20,
     ) -> None:
         self.index = index
         self.embedder = embedder
         self.encoder = encoder
         self.fuser = fuser
         self.fetch_k = fetch_k
+        self.reranker = reranker
+        self.rerank_k = rerank_k
         self._ids_only = _accepts_with_payload(index)
+
+    def candidates_for(self, top_k: int) -> int:
+        """How many fused passages to take before the final cut to ``top_k``."""
+        return max(top_k, self.rerank_k) if self.reranker is not None else top_k
+
+    def rerank(self, query: str, hits: Sequence[FusedHit]) -> tuple[list[FusedHit], dict[str, Any]]:
+        """``hits`` (with payloads) with their first ``rerank_k`` reordered by the reranker,
+        and the trace event of that step (``{}`` without a reranker). A reranker that
+        raises leaves the fused order; the event then carries the ``error``."""
+        if self.reranker is None:
+            return list(hits), {}
+        start = time.perf_counter()
+        head, rest = list(hits[: self.rerank_k]), list(hits[self.rerank_k :])
+        event: dict[str, Any] = {
+            "node": "rerank",
+            "reranker": self.reranker.name,
+            "candidates": len(head),
+        }
+        try:
+            ranked = self.reranker.rerank(query, head) if len(head) > 1 else head
+            known = {h.id for h in head}
+            ranked = [h for h in ranked if h.id in known]
+            if {h.id for h in ranked} != known:  # a bug of the reranker: keep everything
+                seen = {h.id for h in ranked}
+                ranked += [h for h in head if h.id not in seen]
+        except Exception as exc:
+            logger.warning("reranker %s failed, fused order kept: %s", self.reranker.name, exc)
+            event.update(
+                error=" ".join(str(exc).split())[:500] or type(exc).__name__,
+                error_type=type(exc).__name__,
+                fallback="fused_order",
+                ms=round((time.perf_counter() - start) * 1e3, 3),
+            )
+            return list(hits), event
+        for fused_rank, hit in enumerate(head, 1):
+            hit.extra["fused_rank"] = fused_rank
+        event["moved"] = sum(a.id != b.id for a, b in zip(ranked, head, strict=True))
+        event["ms"] = round((time.perf_counter() - start) * 1e3, 3)
+        return [*ranked, *rest], event
 
     def conditions(self, filter: Mapping[str, Any] | None) -> list[Condition]:
         return parse_filter(filter)
@@ -247,18 +297,22 @@ class HybridSearcher:
         t2 = time.perf_counter()
         lexical = self.lexical_hits(query, memory_terms, conditions)
         t3 = time.perf_counter()
-        fused = self.fuse(dense, lexical, top_k, query, memory_terms)
+        fused = self.fuse(dense, lexical, self.candidates_for(top_k), query, memory_terms)
         t4 = time.perf_counter()
         if self._ids_only:
             fused = self.with_payloads(fused)
         t5 = time.perf_counter()
-        return fused, {
+        fused, event = self.rerank(query, fused)
+        timings = {
             "embed_ms": (t1 - t0) * 1e3,
             "dense_ms": (t2 - t1) * 1e3,
             "lexical_ms": (t3 - t2) * 1e3,
             "fuse_ms": (t4 - t3) * 1e3,
             "payload_ms": (t5 - t4) * 1e3,
         }
+        if event:
+            timings["rerank_ms"] = event["ms"]
+        return fused[:top_k], timings
 
     async def asearch(
         self,
@@ -273,10 +327,12 @@ class HybridSearcher:
             asyncio.to_thread(self.dense_hits, vector, conditions),
             asyncio.to_thread(self.lexical_hits, query, memory_terms, conditions),
         )
-        fused = self.fuse(dense, lexical, top_k, query, memory_terms)
+        fused = self.fuse(dense, lexical, self.candidates_for(top_k), query, memory_terms)
         if self._ids_only:
             fused = await asyncio.to_thread(self.with_payloads, fused)
-        return fused
+        if self.reranker is not None:
+            fused, _ = await asyncio.to_thread(self.rerank, query, fused)
+        return fused[:top_k]
 
 
 def _accepts_with_payload(index: VectorIndex) -> bool:

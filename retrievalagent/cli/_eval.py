@@ -1,0 +1,191 @@
+"""``retrievalagent eval``: retrieval quality on a test set, and the settings that raise it.
+
+The work is :func:`retrievalagent.eval.evaluate`; this module turns options into its
+arguments and its report into a table (or JSON), the ``RAG_*`` lines of a tuned setting,
+a run file and a plot.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+__all__ = ["eval_command", "load_reranker"]
+
+
+def load_reranker(spec: str | None) -> Any:
+    """``"llm"``, or ``"module:attribute"`` naming a compressor (or a function making one)."""
+    if spec is None or spec == "llm":
+        return spec
+    module, sep, attribute = spec.partition(":")
+    if not sep or not module or not attribute:
+        raise typer.BadParameter(
+            f"--rerank expects 'llm' or 'module:attribute' (a LangChain document compressor, "
+            f"or a function returning one), got {spec!r}"
+        )
+    target = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, type) or not hasattr(target, "compress_documents"):
+        target = target()
+    return target
+
+
+def _print(report: Any, console: Console) -> None:
+    info = report.test_set
+    console.print(
+        f"[bold]{escape(info['name'])}[/] ({info['kind']}): {info['queries']} queries, "
+        f"{info['relevant_per_query']} relevant each on average; collection "
+        f"{escape(repr(report.collection))}, {report.settings['index']}",
+        soft_wrap=True,
+    )
+    for note in info["notes"]:
+        console.print(f"  [dim]{escape(note)}[/]", soft_wrap=True)
+    table = Table("run", "queries", "nDCG@10", "R@10", "R@100", "MRR@10")
+    table.columns[0].no_wrap = True
+    settings: dict[str, str] = {}
+    for row in report.runs:
+        name = row["run"] if row["split"] == "all" else f"{row['run']} ({row['split']})"
+        table.add_row(
+            name,
+            str(row["queries"]),
+            *(f"{row[m]:.3f}" for m in ("ndcg@10", "recall@10", "recall@100", "mrr@10")),
+        )
+        if row.get("setting"):
+            settings.setdefault(row["run"], row["setting"])
+    console.print(table)
+    for run, setting in settings.items():
+        console.print(f"  [dim]{escape(run)}: {escape(setting)}[/]", soft_wrap=True)
+    if any(row["split"] == "test" for row in report.runs):
+        console.print("  [dim](test) = the held-out half of the queries, not used to tune[/]")
+    tuned = report.tuned
+    if tuned:
+        if tuned["kept_current"] or tuned["is_current"]:
+            console.print(
+                f"[bold]tuned[/]: the current setting stays ({tuned['tried']} settings tried on "
+                f"{tuned['dev_queries']} dev queries; the best gained "
+                f"{tuned['dev_gain_over_current']:+.3f} nDCG@10 on dev, within its noise "
+                f"{tuned['dev_gain_standard_error']:.3f})"
+            )
+        else:
+            console.print(
+                f"[bold]tuned[/] on {tuned['dev_queries']} dev queries ({tuned['tried']} "
+                f"settings): {escape(tuned['setting'])}; nDCG@10 on the "
+                f"{tuned['test_queries']} held-out queries {tuned['test_ndcg@10']:.3f} "
+                f"(reproduced from the variables: {tuned['reproduced_test_ndcg@10']:.3f}; "
+                f"dev gain {tuned['dev_gain_over_current']:+.3f} ± "
+                f"{tuned['dev_gain_standard_error']:.3f}). Apply it with:"
+            )
+            for key, value in tuned["env"].items():
+                console.print(f"  export {key}={value}")
+    if report.rerank:
+        r = report.rerank
+        lift = ", ".join(f"{m} {v:+.3f}" for m, v in r["lift"].items())
+        console.print(
+            f"[bold]rerank[/] ({escape(r['reranker'])}, top {r['rerank_k']}): {lift}; "
+            f"{r['mean_ms']:.0f} ms per query" + (f"; {r['errors']} failed" if r["errors"] else "")
+        )
+    parts = ", ".join(f"{k[:-2]} {v:.1f}s" for k, v in report.timings.items())
+    console.print(f"[dim]time: {parts}[/]")
+    if report.run_out:
+        console.print(f"[dim]hybrid run written to {escape(report.run_out)}[/]")
+
+
+def eval_command(
+    beir: Annotated[
+        Path | None,
+        typer.Option("--beir", help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/)."),
+    ] = None,
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions",
+            help='JSON lines {"question": ..., "relevant": [sources or chunk ids]} over '
+            "an existing --collection.",
+        ),
+    ] = None,
+    docs: Annotated[
+        list[Path] | None,
+        typer.Option("--docs", help="Files or folders: derive a test set from their headings."),
+    ] = None,
+    sample_docs: Annotated[
+        bool, typer.Option("--sample-docs", help="Derive a test set from the bundled sample docs.")
+    ] = False,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", "-c", help="Collection to search or build (default: eval-*)."),
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
+    tune: Annotated[
+        bool,
+        typer.Option("--tune", help="Find the best fusion on a dev half; score it on the rest."),
+    ] = False,
+    rerank: Annotated[
+        str | None,
+        typer.Option(
+            "--rerank",
+            help="'llm' (needs --model) or module:attribute of a LangChain document compressor.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Chat model for --rerank llm.")
+    ] = None,
+    max_queries: Annotated[
+        int | None, typer.Option("--max-queries", min=1, help="Evaluate a fixed sample.")
+    ] = None,
+    backend_url: Annotated[
+        str | None, typer.Option("--backend-url", help="':memory:' or http(s):// Qdrant URL.")
+    ] = None,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir")] = None,
+    run_out: Annotated[
+        Path | None,
+        typer.Option("--run-out", help="Write the hybrid run as JSON {query_id: [ids]}."),
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Draw the table into a PNG (needs matplotlib).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Measure retrieval quality (nDCG@10, Recall@10/@100, MRR@10) and tune the fusion."""
+    from retrievalagent.cli._app import _errors, err
+    from retrievalagent.eval import evaluate
+
+    console = Console()
+    with _errors():
+        if sample_docs:
+            from retrievalagent import sample_docs_path
+
+            docs = [*(docs or []), Path(sample_docs_path())]
+        report = evaluate(
+            beir=beir,
+            questions=questions,
+            docs=[str(p) for p in docs] if docs else None,
+            collection=collection,
+            split=split,
+            tune=tune,
+            reranker=load_reranker(rerank),
+            model=model,
+            max_queries=max_queries,
+            run_out=run_out,
+            backend_url=backend_url,
+            data_dir=data_dir,
+            on_stage=None if as_json else lambda m: err.print(f"[dim]{escape(m)}...[/]"),
+        )
+        if plot is not None:
+            from retrievalagent.eval._plot import plot_report
+
+            report.plot = str(plot_report(report, plot))
+        if as_json:
+            out = report.to_dict()
+            if plot is not None:
+                out["plot"] = report.plot
+            console.print_json(json.dumps(out))
+        else:
+            _print(report, console)
+            if plot is not None:
+                console.print(f"[dim]plot written to {escape(report.plot)}[/]")

@@ -1,0 +1,539 @@
+"""``evaluate``: how well the hybrid search finds the relevant documents of a test set.
+
+One pass over the queries asks the index for both candidate lists (dense and BM25,
+``DEPTH`` chunks each, ids and scores only) and the payloads of the chunks not seen yet.
+Every run reported is then built from those lists with the library's own fusers, exactly
+as ``HybridSearcher.search`` would build it:
+
+* ``bm25`` and ``dense``: one list alone.
+* ``hybrid``: the current settings (``fusion``, ``dense_weight``, ``rrf_k``, ``fetch_k``);
+  its head is what the agent retrieves (the fusion of the first ``fetch_k`` of each
+  list). So that Recall@100 and the ``--run-out`` file reach 100 documents, the run goes
+  on past that head with the same fusion of the full lists.
+* ``tuned`` (``tune=True``): every fusion method, weight and ``fetch_k`` of a grid is
+  scored on a dev half of the queries (a fixed half, by a hash of the query id); the
+  best on dev is reported on the held-out test half, beside the current settings on the
+  same half, with the ``RAG_*`` variables that apply it. The tuned head is then rebuilt
+  from those variables (``Settings.load`` and ``HybridSearcher.search``, as
+  ``init_agent`` builds it) and its test nDCG@10 is reported as ``reproduced``.
+* ``+rerank``: with a reranker, the hybrid head's first ``rerank_k`` passages reordered.
+
+Chunks are mapped to the ids the test set judges (a document, a section, a source),
+each id kept at its best chunk's rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from retrievalagent.config import FUSION_METHODS, Settings
+from retrievalagent.errors import ConfigError
+from retrievalagent.eval._data import (
+    TestSet,
+    derive_from_headings,
+    describe,
+    load_beir,
+    load_questions,
+    split_of,
+)
+from retrievalagent.eval._metrics import METRICS, first_occurrences, mean_scores, ndcg
+from retrievalagent.retrieval._fusion import Fuser, make_fuser
+from retrievalagent.retrieval._types import Hit
+
+__all__ = ["DEPTH", "EvalReport", "Setting", "evaluate"]
+
+#: Chunks asked of each retriever per query (enough for 100 documents and every fetch_k).
+DEPTH = 300
+RUN_DEPTH = 100
+FETCH_KS = (10, 20, 30, 50, 100)
+WEIGHTS = tuple(round(0.1 * i, 1) for i in range(1, 10))
+TIE = 0.002  # dev nDCG@10 differences below this count as a tie
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One fusion configuration: what ``RAG_FUSION``, ``RAG_DENSE_WEIGHT``, ``RAG_RRF_K``
+    and ``RAG_FETCH_K`` set."""
+
+    fusion: str
+    dense_weight: float
+    fetch_k: int
+    rrf_k: int = 60
+
+    @classmethod
+    def of(cls, settings: Settings) -> Setting:
+        return cls(settings.fusion, settings.dense_weight, settings.fetch_k, settings.rrf_k)
+
+    def fuser(self) -> Fuser:
+        return make_fuser(self.fusion, rrf_k=self.rrf_k, dense_weight=self.dense_weight)
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that make ``init_agent`` use this setting."""
+        out = {"RAG_FUSION": self.fusion, "RAG_FETCH_K": str(self.fetch_k)}
+        if self.fusion != "rrf":
+            out["RAG_DENSE_WEIGHT"] = f"{self.dense_weight:g}"
+        if self.fusion in ("rrf", "weighted_rrf"):
+            out["RAG_RRF_K"] = str(self.rrf_k)
+        return out
+
+    def label(self) -> str:
+        parts = [f"fetch_k={self.fetch_k}"]
+        if self.fusion != "rrf":
+            parts.append(f"dense_weight={self.dense_weight:g}")
+        if self.fusion in ("rrf", "weighted_rrf"):
+            parts.append(f"rrf_k={self.rrf_k}")
+        return f"{self.fusion}({', '.join(parts)})"
+
+
+def grid(current: Setting) -> list[Setting]:
+    """The settings ``tune`` tries (the current one included)."""
+    out = [current]
+    for fetch_k in FETCH_KS:
+        out.append(Setting("rrf", 0.5, fetch_k, current.rrf_k))
+        for method in FUSION_METHODS[1:]:
+            out.extend(Setting(method, w, fetch_k, current.rrf_k) for w in WEIGHTS)
+    return list(dict.fromkeys(out))
+
+
+@dataclass
+class Candidates:
+    """Both ranked lists of one query, ``DEPTH`` deep, and its BM25 term coverage."""
+
+    dense: list[Hit]
+    lexical: list[Hit]
+    coverage: float
+
+
+@dataclass
+class EvalReport:
+    """What ``evaluate`` measured; ``to_dict()`` is the ``--json`` output."""
+
+    test_set: dict[str, Any]
+    collection: str
+    settings: dict[str, Any]
+    runs: list[dict[str, Any]]
+    tuned: dict[str, Any] | None = None
+    rerank: dict[str, Any] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    run_out: str | None = None
+    plot: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "test_set": self.test_set,
+            "collection": self.collection,
+            "settings": self.settings,
+            "runs": self.runs,
+            "tuned": self.tuned,
+            "rerank": self.rerank,
+            "timings": self.timings,
+            "run_out": self.run_out,
+        }
+
+    def run(self, name: str, split: str = "all") -> dict[str, Any]:
+        """One row of :attr:`runs`."""
+        for row in self.runs:
+            if row["run"] == name and row["split"] == split:
+                return row
+        raise KeyError(f"no run {name!r} on split {split!r}")
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:40]
+    return slug or "set"
+
+
+def _progress(show: bool | None) -> bool:
+    return sys.stderr.isatty() if show is None else show
+
+
+class _Evaluation:
+    """The candidate lists of every query, and the runs built from them."""
+
+    def __init__(self, agent: Any, test: TestSet, show: bool) -> None:
+        self.agent = agent
+        self.test = test
+        self.searcher = agent._components.searcher
+        self.show = show
+        self.candidates: dict[str, Candidates] = {}
+        self.payloads: dict[str, dict[str, Any]] = {}
+
+    def collect(self) -> None:
+        from tqdm import tqdm
+
+        searcher = self.searcher
+        for qid, query in tqdm(
+            self.test.queries.items(),
+            desc="Searching",
+            unit="query",
+            disable=not self.show,
+            leave=False,
+        ):
+            vector = searcher.embedder.embed(query)
+            dense = searcher.dense_hits(vector, limit=DEPTH)
+            lexical = searcher.lexical_hits(query, limit=DEPTH)
+            coverage = searcher.coverage(query) if lexical else 1.0
+            missing = list({h.id for h in (*dense, *lexical)} - self.payloads.keys())
+            if missing:
+                for cid, payload in searcher.index.retrieve(missing).items():
+                    payload.pop("text", None)  # only the ids that judge it are kept
+                    self.payloads[cid] = payload
+            self.candidates[qid] = Candidates(dense, lexical, coverage)
+
+    # -- runs --------------------------------------------------------------------------------
+    def ranking(self, qid: str, chunk_ids: Sequence[str], limit: int = RUN_DEPTH) -> list[str]:
+        judged = (
+            self.test.judged_id(qid, cid, self.payloads[cid])
+            for cid in chunk_ids
+            if cid in self.payloads
+        )
+        return first_occurrences(judged)[:limit]
+
+    def single(self, which: str, qids: Sequence[str]) -> dict[str, list[str]]:
+        return {
+            q: self.ranking(q, [h.id for h in getattr(self.candidates[q], which)]) for q in qids
+        }
+
+    def head(self, setting: Setting, fuser: Fuser, qid: str) -> list[str]:
+        """The chunk ids the agent retrieves with ``setting`` (all fused candidates)."""
+        c = self.candidates[qid]
+        k = setting.fetch_k
+        return [h.id for h in fuser(c.dense[:k], c.lexical[:k], c.coverage)]
+
+    def hybrid(
+        self, setting: Setting, qids: Sequence[str], need: int = RUN_DEPTH
+    ) -> dict[str, list[str]]:
+        """The fused run; past the agent's head it goes on with the fusion of the full lists
+        until ``need`` judged ids are ranked."""
+        fuser = setting.fuser()
+        run = {}
+        for q in qids:
+            ranked = self.ranking(q, self.head(setting, fuser, q), need)
+            if len(ranked) < need:
+                c = self.candidates[q]
+                tail = [h.id for h in fuser(c.dense, c.lexical, c.coverage)]
+                ranked = first_occurrences([*ranked, *self.ranking(q, tail, DEPTH * 2)])[:need]
+            run[q] = ranked
+        return run
+
+    def scores(self, run: Mapping[str, Sequence[str]], qids: Sequence[str]) -> dict[str, float]:
+        return mean_scores(run, {q: self.test.qrels[q] for q in qids})
+
+
+def _row(name: str, split: str, n: int, scores: Mapping[str, float], **extra: Any) -> dict:
+    return {
+        "run": name,
+        "split": split,
+        "queries": n,
+        **{m: round(scores[m], 4) for m in METRICS},
+        **extra,
+    }
+
+
+def _tune(
+    ev: _Evaluation, current: Setting, dev: list[str], test: list[str]
+) -> tuple[Setting, dict[str, Any]]:
+    scored = []
+    for setting in grid(current):
+        value = ev.scores(ev.hybrid(setting, dev, need=10), dev)["ndcg@10"]
+        scored.append((value, setting))
+    top = max(v for v, _ in scored)
+    ties = [(v, s) for v, s in scored if v >= top - TIE]
+    best = next((s for v, s in ties if s == current), None)
+    if best is None:
+        best = min(ties, key=lambda vs: (vs[1].fetch_k, -vs[0]))[1]
+    # A gain smaller than its own noise (one standard error of the per-query difference
+    # on dev) is not evidence: the current setting is kept.
+    gain, noise = _paired_gain(ev, best, current, dev)
+    kept = best != current and gain <= max(TIE, noise)
+    if kept:
+        best = current
+    by_method = []
+    for method in FUSION_METHODS:
+        value, setting = max((vs for vs in scored if vs[1].fusion == method), key=lambda vs: vs[0])
+        by_method.append(
+            {"method": method, "best_on_dev": setting.label(), "dev_ndcg@10": round(value, 4)}
+        )
+    return best, {
+        "tried": len(scored),
+        "dev_gain_over_current": round(gain, 4),
+        "dev_gain_standard_error": round(noise, 4),
+        "kept_current": kept,
+        "by_method": by_method,
+    }
+
+
+def _paired_gain(
+    ev: _Evaluation, best: Setting, current: Setting, qids: Sequence[str]
+) -> tuple[float, float]:
+    """Mean per-query nDCG@10 gain of ``best`` over ``current`` and its standard error."""
+    if best == current or len(qids) < 2:
+        return 0.0, 0.0
+    a, b = ev.hybrid(best, qids, need=10), ev.hybrid(current, qids, need=10)
+    diffs = [ndcg(a[q], ev.test.qrels[q], 10) - ndcg(b[q], ev.test.qrels[q], 10) for q in qids]
+    mean = sum(diffs) / len(diffs)
+    var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+    return mean, (var / len(diffs)) ** 0.5
+
+
+def _reproduce(ev: _Evaluation, setting: Setting, qids: Sequence[str]) -> float:
+    """Test nDCG@10 of the tuned setting rebuilt from its ``RAG_*`` variables the way
+    ``init_agent`` builds its searcher, through ``HybridSearcher.search``."""
+    from retrievalagent.retrieval import HybridSearcher
+
+    cfg = Settings.load(env={**os.environ, **setting.env()})
+    base = ev.searcher
+    searcher = HybridSearcher(
+        base.index,
+        base.embedder,
+        base.encoder,
+        make_fuser(cfg.fusion, rrf_k=cfg.rrf_k, dense_weight=cfg.dense_weight),
+        cfg.fetch_k,
+    )
+    run = {}
+    for q in qids:
+        hits, _ = searcher.search(ev.test.queries[q], 2 * cfg.fetch_k)
+        run[q] = first_occurrences(ev.test.judged_id(q, h.id, h.payload) for h in hits)
+    return ev.scores(run, qids)["ndcg@10"]
+
+
+def _load(
+    beir: str | Path | None,
+    questions: str | Path | None,
+    docs: Any,
+    split: str,
+    cfg: Settings,
+) -> TestSet:
+    given = [name for name, v in (("beir", beir), ("questions", questions), ("docs", docs)) if v]
+    if len(given) != 1:
+        raise ConfigError(
+            "give exactly one test set: beir= (a BEIR folder), questions= (a JSONL file over "
+            "an existing collection) or docs= (documents to derive a set from their headings)"
+            + (f"; got {', '.join(given)}" if given else "")
+        )
+    if beir:
+        return load_beir(beir, split)
+    if questions:
+        return load_questions(questions)
+    return derive_from_headings(docs, cfg.chunk_size, cfg.chunk_overlap)
+
+
+def _default_collection(test: TestSet, docs: Any) -> str:
+    if test.kind == "beir":
+        return f"eval-{_slug(test.name)}"
+    import hashlib
+
+    sources = sorted({d.metadata["source"].rsplit("@", 1)[0] for d in test.documents or []})
+    digest = hashlib.sha1("\n".join(sources).encode()).hexdigest()[:8]
+    return f"eval-derived-{digest}"
+
+
+def _limit(test: TestSet, max_queries: int | None) -> None:
+    if max_queries is None or len(test.queries) <= max_queries:
+        return
+    import hashlib
+
+    keep = sorted(test.queries, key=lambda q: hashlib.sha1(q.encode()).hexdigest())[:max_queries]
+    test.queries = {q: test.queries[q] for q in keep}
+    test.qrels = {q: test.qrels[q] for q in keep}
+    test.notes.append(f"limited to {max_queries} queries (a fixed sample)")
+
+
+def evaluate(
+    *,
+    beir: str | Path | None = None,
+    questions: str | Path | None = None,
+    docs: Any = None,
+    collection: str | None = None,
+    split: str = "test",
+    tune: bool = False,
+    reranker: Any = None,
+    model: Any = None,
+    embeddings: Any = None,
+    max_queries: int | None = None,
+    run_out: str | Path | None = None,
+    progress: bool | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> EvalReport:
+    """Score BM25, dense, the current hybrid settings (and optionally the tuned ones and a
+    reranker) on a test set; see ``docs/evaluation.md``.
+
+    Args:
+        beir: A BEIR folder; its corpus is ingested into ``collection`` (default
+            ``eval-<folder name>``) with the corpus ids kept, and scored by them.
+        questions: A JSONL file of ``{"question", "relevant"}`` over the existing
+            ``collection`` (relevant = chunk ids or sources).
+        docs: Files, folders or Documents to derive a test set from their headings; they
+            are ingested (without heading paths) into ``collection`` (default
+            ``eval-derived-<hash>``).
+        collection: The collection to search (required with ``questions``).
+        split: Which BEIR qrels file (``qrels/<split>.tsv``).
+        tune: Also search fusion method, weight and ``fetch_k`` on a dev half of the
+            queries and report the best on the other half.
+        reranker: A LangChain ``BaseDocumentCompressor`` or ``"llm"`` (needs ``model``):
+            its lift over the hybrid run is reported.
+        model: The chat model for ``reranker="llm"``.
+        embeddings: As for ``init_agent``.
+        max_queries: Evaluate a fixed sample of at most this many queries.
+        run_out: Write the hybrid run here as JSON ``{query_id: [ids, best first]}``.
+        progress: Progress bars on stderr (default: when it is a terminal).
+        on_stage: Called with a short message as each stage starts (the CLI prints them).
+        **settings: Any ``Settings`` field (``backend_url``, ``data_dir``, ``fusion``, ...).
+    """
+    from retrievalagent import init_agent
+
+    started = time.perf_counter()
+    say = on_stage or (lambda message: None)
+    show = _progress(progress)
+    cfg = Settings.load(**settings)
+    test = _load(beir, questions, docs, split, cfg)
+    _limit(test, max_queries)
+    if test.kind == "questions" and not collection:
+        raise ConfigError("questions= needs the collection they are about: collection=...")
+    name = collection or _default_collection(test, docs)
+    agent = init_agent(
+        name,
+        model=model,
+        embeddings=embeddings,
+        reranker=reranker,
+        **settings,
+    )
+    timings: dict[str, float] = {}
+    try:
+        t0 = time.perf_counter()
+        if test.documents is not None:
+            say(f"indexing {len(test.documents)} documents into {name!r}")
+            agent.add_documents(test.documents, progress=show)
+        elif agent.count() == 0:
+            raise ConfigError(f"collection {name!r} is empty: ingest the documents first")
+        timings["ingest_s"] = round(time.perf_counter() - t0, 2)
+        current = Setting.of(agent.settings)
+        ev = _Evaluation(agent, test, show)
+        t0 = time.perf_counter()
+        say(f"searching {len(test.queries)} queries")
+        ev.collect()
+        timings["search_s"] = round(time.perf_counter() - t0, 2)
+        qids = list(test.queries)
+        hybrid = ev.hybrid(current, qids)
+        runs = [
+            _row("bm25", "all", len(qids), ev.scores(ev.single("lexical", qids), qids)),
+            _row("dense", "all", len(qids), ev.scores(ev.single("dense", qids), qids)),
+            _row("hybrid", "all", len(qids), ev.scores(hybrid, qids), setting=current.label()),
+        ]
+        tuned = None
+        if tune:
+            t0 = time.perf_counter()
+            dev = [q for q in qids if split_of(q) == "dev"]
+            held = [q for q in qids if split_of(q) == "test"]
+            if len(dev) < 5 or len(held) < 5:
+                raise ConfigError(f"tune needs 10+ queries (have {len(qids)})")
+            say(f"tuning on {len(dev)} dev queries, scoring on {len(held)} held-out queries")
+            best, details = _tune(ev, current, dev, held)
+            for split_name, part in (("test", held),):
+                runs += [
+                    _row(
+                        "bm25", split_name, len(part), ev.scores(ev.single("lexical", part), part)
+                    ),
+                    _row("dense", split_name, len(part), ev.scores(ev.single("dense", part), part)),
+                    _row(
+                        "hybrid",
+                        split_name,
+                        len(part),
+                        ev.scores(ev.hybrid(current, part), part),
+                        setting=current.label(),
+                    ),
+                    _row(
+                        "tuned",
+                        split_name,
+                        len(part),
+                        ev.scores(ev.hybrid(best, part), part),
+                        setting=best.label(),
+                    ),
+                ]
+            tuned = {
+                "setting": best.label(),
+                "env": best.env(),
+                "is_current": best == current,
+                "dev_queries": len(dev),
+                "test_queries": len(held),
+                "dev_ndcg@10": round(ev.scores(ev.hybrid(best, dev, need=10), dev)["ndcg@10"], 4),
+                "test_ndcg@10": next(
+                    r["ndcg@10"] for r in runs if r["run"] == "tuned" and r["split"] == "test"
+                ),
+                "reproduced_test_ndcg@10": round(_reproduce(ev, best, held), 4),
+                **details,
+            }
+            timings["tune_s"] = round(time.perf_counter() - t0, 2)
+        rerank = None
+        if reranker is not None:
+            t0 = time.perf_counter()
+            say(f"reranking the top {agent.settings.rerank_k} of {len(qids)} queries")
+            rerank = _rerank(ev, current, hybrid, qids)
+            runs.append(rerank.pop("row"))
+            timings["rerank_s"] = round(time.perf_counter() - t0, 2)
+        out_path = None
+        if run_out is not None:
+            out_path = Path(run_out).expanduser()
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            out_path.write_text(json.dumps(hybrid, ensure_ascii=False, indent=0) + "\n")
+        timings["total_s"] = round(time.perf_counter() - started, 2)
+        return EvalReport(
+            test_set=describe(test),
+            collection=name,
+            settings={
+                "current": current.label(),
+                "env": current.env(),
+                "chunk_size": agent.settings.chunk_size,
+                "chunk_overlap": agent.settings.chunk_overlap,
+                "index": agent.index.location,
+            },
+            runs=runs,
+            tuned=tuned,
+            rerank=rerank,
+            timings=timings,
+            run_out=str(out_path) if out_path else None,
+        )
+    finally:
+        agent.close()
+
+
+def _rerank(
+    ev: _Evaluation, current: Setting, hybrid: Mapping[str, list[str]], qids: Sequence[str]
+) -> dict[str, Any]:
+    """The hybrid run with its head's first ``rerank_k`` passages reordered by the agent's
+    reranker (the step ``init_agent(reranker=...)`` adds), and its lift."""
+    from tqdm import tqdm
+
+    searcher = ev.searcher
+    fuser = current.fuser()
+    k = ev.agent.settings.rerank_k
+    run, errors, ms = {}, 0, 0.0
+    for q in tqdm(qids, desc="Reranking", unit="query", disable=not ev.show, leave=False):
+        c = ev.candidates[q]
+        fused = fuser(c.dense[: current.fetch_k], c.lexical[: current.fetch_k], c.coverage)
+        top = searcher.with_payloads(fused[:k])
+        reordered, event = searcher.rerank(ev.test.queries[q], top)
+        errors += "error" in event
+        ms += event.get("ms", 0.0)
+        ids = [h.id for h in reordered] + [h.id for h in fused[k:]]
+        run[q] = first_occurrences([*ev.ranking(q, ids), *hybrid[q]])[:RUN_DEPTH]
+    scores = ev.scores(run, qids)
+    base = ev.scores(hybrid, qids)
+    name = searcher.reranker.name if searcher.reranker is not None else "?"
+    return {
+        "reranker": name,
+        "rerank_k": k,
+        "errors": errors,
+        "mean_ms": round(ms / max(1, len(qids)), 2),
+        "lift": {m: round(scores[m] - base[m], 4) for m in METRICS},
+        "row": _row("hybrid+rerank", "all", len(qids), scores, setting=f"{name}, top {k}"),
+    }
