@@ -1,0 +1,276 @@
+"""``retrievalagent eval``: metrics checked by hand and against ir-measures, the three
+kinds of test set, tuning reproduced by ``init_agent``, a reranker's lift, and the CLI.
+
+The BEIR folder is made here from the bundled sample docs: one corpus entry per section,
+the bundled questions as queries, the section holding the answer graded 2 and the other
+sections of the same file graded 1. Real index, real embedder, real ir-measures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from typer.testing import CliRunner
+
+from retrievalagent.cli import app
+from retrievalagent.errors import ConfigError
+from retrievalagent.eval import (
+    derive_from_headings,
+    evaluate,
+    load_beir,
+    mean_scores,
+    mrr,
+    ndcg,
+    recall,
+)
+from retrievalagent.eval._metrics import first_occurrences
+from retrievalagent.ingest._chunking import split_sections
+
+# -- metrics by hand ------------------------------------------------------------------------
+
+
+def test_metrics_match_hand_computed_values() -> None:
+    qrels = {"b": 1}
+    assert ndcg(["a", "b", "c"], qrels, 10) == pytest.approx(1 / math.log2(3))
+    assert recall(["a", "b", "c"], qrels, 10) == 1.0
+    assert mrr(["a", "b", "c"], qrels, 10) == 0.5
+    graded = {"a": 2, "b": 1, "c": 1, "z": 0}
+    dcg = 2 / math.log2(3) + 1 / math.log2(4)
+    ideal = 2 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert ndcg(["x", "a", "b"], graded, 10) == pytest.approx(dcg / ideal)  # 1.76186 / 3.13093
+    assert ndcg(["x", "a", "b"], graded, 10) == pytest.approx(0.562727, abs=1e-6)
+    assert recall(["x", "a", "b"], graded, 10) == pytest.approx(2 / 3)
+    assert mrr(["z", "x", "a"], graded, 10) == pytest.approx(1 / 3)  # grade 0 is not relevant
+    # the cut-off: relevant at rank 11 counts for @100 only
+    ranked = [f"n{i}" for i in range(10)] + ["b"]
+    assert (ndcg(ranked, qrels, 10), recall(ranked, qrels, 10), mrr(ranked, qrels, 10)) == (0, 0, 0)
+    assert recall(ranked, qrels, 100) == 1.0
+    assert ndcg(["b", "a"], {"a": 1, "b": 1}, 10) == pytest.approx(1.0)  # any order of equals
+    assert ndcg([], qrels, 10) == 0.0
+
+
+def test_a_document_counts_once_at_its_best_chunks_rank() -> None:
+    assert first_occurrences(["d1", "d2", "d1", "d3", "d2"]) == ["d1", "d2", "d3"]
+    run = {"q1": ["d2", "d1"], "q2": []}
+    qrels = {"q1": {"d1": 1}, "q2": {"d9": 1}, "q3": {"d1": 0}}  # q3: nothing relevant
+    means = mean_scores(run, qrels)  # q3 is left out; q2 (no results) scores 0
+    assert means["mrr@10"] == pytest.approx(0.25)
+    assert means["recall@10"] == pytest.approx(0.5)
+
+
+# -- a BEIR folder made from the sample docs -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def beir_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = Path(__file__).resolve().parents[1] / "retrievalagent" / "sample_docs"
+    folder = tmp_path_factory.mktemp("beir")
+    (folder / "qrels").mkdir()
+    corpus, by_file = [], {}
+    for path in sorted(root.rglob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        for n, section in enumerate(split_sections(path.read_text())):
+            doc_id = f"{rel}#{n}"
+            by_file.setdefault(rel, []).append((doc_id, section.text))
+            title = section.headings[-1] if section.headings else ""
+            corpus.append({"_id": doc_id, "title": title, "text": section.text})
+    questions = json.loads((root / "questions.json").read_text())
+    queries, qrels = [], ["query-id\tcorpus-id\tscore"]
+    for n, q in enumerate(questions):
+        sections = by_file.get(q["source"])
+        if not sections:
+            continue
+        queries.append({"_id": f"q{n}", "text": q["question"]})
+        for doc_id, text in sections:
+            said = any(a.lower() in text.lower() for a in q["answer_contains"])
+            qrels.append(f"q{n}\t{doc_id}\t{2 if said else 1}")
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def beir_report(beir_folder: Path, minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    data = tmp_path_factory.mktemp("beir-data")
+    run_out = data / "run.json"
+    report = evaluate(
+        beir=beir_folder,
+        tune=True,
+        embeddings=minilm,
+        data_dir=data,
+        collection="beir-sample",
+        run_out=run_out,
+        progress=False,
+    )
+    report.data_dir = data  # for the reproduction test
+    return report
+
+
+def test_beir_folder_keeps_corpus_ids_and_scores_by_them(beir_folder: Path, beir_report) -> None:
+    test = load_beir(beir_folder)
+    assert {d.metadata["doc_id"] for d in test.documents} >= {"faq.md#0", "overview.md#1"}
+    assert beir_report.test_set["kind"] == "beir" and beir_report.test_set["queries"] >= 10
+    run = json.loads(Path(beir_report.run_out).read_text())
+    assert set(run) == set(test.queries)
+    corpus_ids = {d.metadata["doc_id"] for d in test.documents}
+    for ranked in run.values():
+        assert len(ranked) == len(set(ranked)) == min(100, len(corpus_ids))
+        assert set(ranked) <= corpus_ids  # judged by the BEIR ids, not chunk ids
+    hybrid = beir_report.run("hybrid")
+    assert hybrid["ndcg@10"] > 0.5 and hybrid["recall@100"] > 0.9
+    assert {r["run"] for r in beir_report.runs} >= {"bm25", "dense", "hybrid", "tuned"}
+
+
+def test_scores_agree_with_ir_measures_on_the_written_run(beir_folder: Path, beir_report) -> None:
+    import ir_measures
+    from ir_measures import RR, R, nDCG
+
+    qrels = list(ir_measures.read_trec_qrels(_trec_qrels(beir_folder)))
+    run = json.loads(Path(beir_report.run_out).read_text())
+    scored = {q: {d: float(len(ids) - i) for i, d in enumerate(ids)} for q, ids in run.items()}
+    theirs = ir_measures.calc_aggregate([nDCG @ 10, R @ 10, R @ 100, RR @ 10], qrels, scored)
+    ours = beir_report.run("hybrid")
+    assert round(ours["ndcg@10"], 3) == round(theirs[nDCG @ 10], 3)
+    assert ours["ndcg@10"] == pytest.approx(theirs[nDCG @ 10], abs=1e-4)
+    assert ours["recall@10"] == pytest.approx(theirs[R @ 10], abs=1e-4)
+    assert ours["recall@100"] == pytest.approx(theirs[R @ 100], abs=1e-4)
+    assert ours["mrr@10"] == pytest.approx(theirs[RR @ 10], abs=1e-4)
+
+
+def _trec_qrels(folder: Path) -> str:
+    out = folder / "qrels.trec"
+    lines = (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    out.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in (ln.split("\t") for ln in lines)))
+    return str(out)
+
+
+def test_printed_settings_make_init_agent_reproduce_the_tuned_score(
+    beir_folder: Path, beir_report, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrievalagent import init_agent
+    from retrievalagent.eval._data import split_of
+
+    tuned = beir_report.tuned
+    assert tuned["reproduced_test_ndcg@10"] == tuned["test_ndcg@10"]
+    for key, value in tuned["env"].items():
+        monkeypatch.setenv(key, value)
+    test = load_beir(beir_folder)
+    held = {q: g for q, g in test.qrels.items() if split_of(q) == "test"}
+    with init_agent("beir-sample", data_dir=beir_report.data_dir, embeddings=minilm) as rag:
+        depth = 2 * rag.settings.fetch_k
+        run = {
+            q: first_occurrences(
+                h["metadata"]["doc_id"] for h in rag.search(test.queries[q], top_k=depth)
+            )
+            for q in held
+        }
+    assert len(held) == tuned["test_queries"]
+    assert round(mean_scores(run, held)["ndcg@10"], 4) == tuned["test_ndcg@10"]
+
+
+# -- questions over a collection, derived sets ---------------------------------------------
+
+
+def test_questions_over_an_existing_collection(make_agent, sample_docs: Path, tmp_path) -> None:
+    data = tmp_path / "data"
+    rag = make_agent("handbook", backend_url=None, data_dir=data)
+    rag.add_documents(sample_docs)
+    chunk = rag.search("Which algorithm stretches the passphrase?", top_k=1)[0]
+    rag.close()
+    questions = tmp_path / "questions.jsonl"
+    rows = [
+        {"question": "Which algorithm stretches the passphrase?", "relevant": [chunk["id"]]},
+        {"question": "What does error code LF-409 mean?", "relevant": "reference/error-codes.txt"},
+        {"id": "sleep", "question": "What if the laptop sleeps?", "relevant": ["./faq.md"]},
+        {"question": "How do I install on Debian?", "relevant": [str(sample_docs / "guide")]},
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = evaluate(
+        questions=questions, collection="handbook", data_dir=data, progress=False,
+        run_out=tmp_path / "run.json", embeddings=rag.embeddings,
+    )  # fmt: skip
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["1"][0] == chunk["id"]  # judged by chunk id
+    assert run["2"][0] == "reference/error-codes.txt"  # a relative path matches its source
+    assert run["sleep"][0] == "./faq.md"
+    assert report.run("hybrid")["queries"] == 4
+    assert report.run("hybrid")["mrr@10"] >= 0.75
+
+
+def test_derived_set_queries_are_headings_indexed_without_them(sample_docs: Path) -> None:
+    test = derive_from_headings(sample_docs, 1000, 120)
+    assert test.kind == "derived" and len(test.queries) >= 40
+    texts = {d.page_content for d in test.documents}
+    for qid, heading in test.queries.items():
+        assert len(heading.split()) >= 2
+        # no passage opens with its heading line, as the indexed text of a chunk does
+        assert not any(t.split("\n", 1)[0].strip().endswith(heading) for t in texts)
+        assert all(qid.split("#")[0] == s.split("#")[0] for s in test.qrels[qid])
+    faq = next(q for q, h in test.queries.items() if h == "Frequently asked questions")
+    assert len(test.qrels[faq]) > 5  # a heading's section includes its subsections
+    assert sum(1 for h in test.queries.values() if h == "Default rules") == 1
+
+
+def test_a_reranker_lift_is_reported(beir_folder: Path, minilm: Any, tmp_path: Path) -> None:
+    class Reverse(BaseDocumentCompressor):
+        def compress_documents(
+            self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+        ) -> Sequence[Document]:
+            return list(reversed(documents))
+
+    report = evaluate(
+        beir=beir_folder, reranker=Reverse(), rerank_k=10, embeddings=minilm,
+        backend_url=":memory:", progress=False,
+    )  # fmt: skip
+    assert report.rerank["reranker"] == "Reverse" and report.rerank["rerank_k"] == 10
+    row, base = report.run("hybrid+rerank"), report.run("hybrid")
+    assert report.rerank["lift"]["mrr@10"] == pytest.approx(row["mrr@10"] - base["mrr@10"], 1e-3)
+    assert report.rerank["lift"]["mrr@10"] < 0  # reversing the best ten hurts
+    assert row["recall@10"] == pytest.approx(base["recall@10"], abs=0.05)
+
+
+def test_one_test_set_at_a_time() -> None:
+    with pytest.raises(ConfigError, match="exactly one test set"):
+        evaluate(progress=False)
+    with pytest.raises(ConfigError, match="not a BEIR folder"):
+        evaluate(beir=Path(__file__).parent, progress=False)
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+def test_cli_eval_json_run_out_and_plot(
+    beir_folder: Path, minilm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    import retrievalagent.eval._evaluate as module
+
+    real = module.evaluate
+
+    def with_memo(**kwargs: Any) -> Any:  # the packaged model, with the session's memo
+        return real(embeddings=minilm, **kwargs)
+
+    monkeypatch.setattr("retrievalagent.eval.evaluate", with_memo)
+    args = ["eval", "--beir", str(beir_folder), "--backend-url", ":memory:", "--tune"]
+    out = CliRunner().invoke(
+        app,
+        [*args, "--json", "--run-out", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")],
+    )
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.output)
+    assert report["tuned"]["env"]["RAG_FUSION"] in ("rrf", "weighted_rrf", "convex", "adaptive")
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((tmp_path / "r.json").read_text())
+    text = CliRunner().invoke(app, args).output
+    assert "nDCG@10" in text and "hybrid (test)" in text
+    assert "export RAG_FUSION=" in text or "the current setting stays" in text
+    bad = CliRunner().invoke(app, ["eval", "--beir", str(tmp_path)])
+    assert bad.exit_code == 1 and "not a BEIR folder" in bad.output
