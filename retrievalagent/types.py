@@ -22,6 +22,8 @@ class Source(TypedDict, total=False):
     headings: list[str]
     dense_rank: int | None
     lexical_rank: int | None
+    fused_rank: int  # with a reranker: the rank fusion gave it
+    rerank_score: float  # with a reranker that scores (FlashRank, Cohere, ...)
 
 
 class Grade(BaseModel):

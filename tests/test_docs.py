@@ -277,6 +277,7 @@ def test_docs_exist_and_have_python_blocks() -> None:
         "concepts.md",
         "memory.md",
         "retrieval.md",
+        "evaluation.md",
         "models.md",
         "configuration.md",
         "tracing.md",
