@@ -31,7 +31,7 @@ from langchain_core.embeddings import Embeddings
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / "results"
-CACHE = BENCH / ".cache"
+CACHE = Path(os.environ.get("BENCH_CACHE_DIR", BENCH / ".cache"))  # as bench/datasets
 VECTORS = CACHE / "vectors"
 AGENTS = CACHE / "agents"
 # Big enough that every evaluation passage stays one chunk (the longest is ~3,000 characters).

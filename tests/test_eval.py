@@ -201,6 +201,7 @@ def test_questions_over_an_existing_collection(make_agent, sample_docs: Path, tm
     assert run["1"][0] == chunk["id"]  # judged by chunk id
     assert run["2"][0] == "reference/error-codes.txt"  # a relative path matches its source
     assert run["sleep"][0] == "./faq.md"
+    assert run["4"][0] == str(sample_docs / "guide")  # a file under a relevant folder
     assert report.run("hybrid")["queries"] == 4
     assert report.run("hybrid")["mrr@10"] >= 0.75
 
@@ -244,6 +245,14 @@ def test_one_test_set_at_a_time() -> None:
         evaluate(beir=Path(__file__).parent, progress=False)
 
 
+def test_questions_need_an_existing_collection(tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "what?", "relevant": ["a.md"]}\n')
+    with pytest.raises(ConfigError, match="does not exist"):
+        evaluate(questions=questions, collection="nothing-here", data_dir=tmp_path, progress=False)
+    assert not (tmp_path / "nothing-here").exists()
+
+
 # -- the command ----------------------------------------------------------------------------
 
 
@@ -274,3 +283,23 @@ def test_cli_eval_json_run_out_and_plot(
     assert "export RAG_FUSION=" in text or "the current setting stays" in text
     bad = CliRunner().invoke(app, ["eval", "--beir", str(tmp_path)])
     assert bad.exit_code == 1 and "not a BEIR folder" in bad.output
+
+
+def test_a_changed_corpus_leaves_no_stale_passages(minilm: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    page = folder / "guide.md"
+    sections = {
+        "Backing up the vault": "Copy the vault folder to another disk every night.",
+        "Restoring old snapshots": "Pick a snapshot by date and restore its files.",
+        "Rotating the encryption keys": "Run the rekey command; the old key stops working.",
+    }
+    page.write_text("".join(f"## {h}\n\n{t}\n\n" for h, t in sections.items()))
+    first = evaluate(docs=folder, data_dir=tmp_path / "data", embeddings=minilm, progress=False)
+    assert first.test_set["queries"] == 3
+    del sections["Restoring old snapshots"]
+    page.write_text("".join(f"## {h}\n\n{t}\n\n" for h, t in sections.items()))
+    second = evaluate(docs=folder, data_dir=tmp_path / "data", embeddings=minilm, progress=False)
+    assert second.collection == first.collection
+    assert any("removed 1 stale source" in note for note in second.test_set["notes"])
+    assert second.run("dense")["queries"] == 2

@@ -6,8 +6,9 @@ ids*, and how a retrieved chunk maps to its judged id, so that a document split 
 several chunks counts once, at its best chunk's rank.
 
 * **BEIR folder** (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` or
-  ``qrels.tsv``): each corpus entry becomes one ``Document`` whose metadata keeps the
-  corpus id (``metadata["doc_id"]``); runs are scored by that id.
+  ``qrels.tsv``): each corpus entry becomes one ``Document`` (its title as the heading,
+  so every chunk of it is indexed under the title) whose metadata keeps the corpus id
+  (``metadata["doc_id"]``); runs are scored by that id.
 * **Questions** (JSON lines ``{"question": ..., "relevant": [...]}`` over an existing
   collection): a relevant entry is a chunk id or a source (a file path, absolute or
   relative, or the ``source`` given at ingestion); a chunk is judged by its id when the
@@ -88,11 +89,15 @@ class TestSet:
 
 
 def _same_source(source: str, given: str) -> bool:
-    given = given.replace("\\", "/")
-    if source == given:
+    """Whether ``source`` is the relevant entry ``given``: the same source, a file under
+    the folder ``given``, or a path ending in the relative path ``given``."""
+    given = given.replace("\\", "/").rstrip("/")
+    if not given:
+        return False
+    if source == given or source.startswith(given + "/"):
         return True
     tail = given[2:] if given.startswith("./") else given
-    return bool(tail) and not tail.startswith("/") and source.endswith("/" + tail)
+    return not tail.startswith("/") and (source.endswith("/" + tail) or f"/{tail}/" in source)
 
 
 # -- BEIR ---------------------------------------------------------------------------------
@@ -151,8 +156,9 @@ def load_beir(folder: str | Path, split: str = "test") -> TestSet:
     documents = []
     for row in _jsonl(corpus_file):
         doc_id = _row_id(row, corpus_file)
-        title, text = str(row.get("title") or "").strip(), str(row.get("text") or "")
-        content = f"{title}\n\n{text}" if title else text
+        title, text = " ".join(str(row.get("title") or "").split()), str(row.get("text") or "")
+        # the title as the heading: every chunk of a long entry is indexed under it
+        content = f"# {title}\n\n{text}" if title else text
         if not content.strip():
             continue
         documents.append(Document(content, metadata={UNIT_KEY: doc_id, "source": f"beir:{doc_id}"}))

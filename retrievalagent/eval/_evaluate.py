@@ -336,6 +336,21 @@ def _default_collection(test: TestSet, docs: Any) -> str:
     return f"eval-derived-{digest}"
 
 
+def _stale(agent: Any, test: TestSet, owned: bool) -> None:
+    """Sources in the collection that the test set no longer has (an earlier version of
+    the corpus): deleted from a collection ``eval`` named itself, else only reported."""
+    wanted = {str(d.metadata["source"]) for d in test.documents or []}
+    extra = [s for s in agent.sources() if s not in wanted]
+    if not extra:
+        return
+    if owned:
+        for source in extra:
+            agent.delete_documents(source)
+        test.notes.append(f"removed {len(extra)} stale source(s) from the collection")
+    else:
+        test.notes.append(f"{len(extra)} source(s) in the collection are not in the test set")
+
+
 def _limit(test: TestSet, max_queries: int | None) -> None:
     if max_queries is None or len(test.queries) <= max_queries:
         return
@@ -400,6 +415,13 @@ def evaluate(
     if test.kind == "questions" and not collection:
         raise ConfigError("questions= needs the collection they are about: collection=...")
     name = collection or _default_collection(test, docs)
+    if test.documents is None and cfg.backend_url is None:
+        index = Path(cfg.data_dir) / name / "index" / "edge_config.json"
+        if not index.exists():  # never create an empty collection as a side effect
+            raise ConfigError(
+                f"collection {name!r} does not exist in {cfg.data_dir}; ingest the documents "
+                "the questions are about first"
+            )
     agent = init_agent(
         name,
         model=model,
@@ -413,6 +435,7 @@ def evaluate(
         if test.documents is not None:
             say(f"indexing {len(test.documents)} documents into {name!r}")
             agent.add_documents(test.documents, progress=show)
+            _stale(agent, test, owned=collection is None)
         elif agent.count() == 0:
             raise ConfigError(f"collection {name!r} is empty: ingest the documents first")
         timings["ingest_s"] = round(time.perf_counter() - t0, 2)
