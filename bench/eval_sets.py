@@ -15,8 +15,8 @@ OpenAI-compatible server (``tests/servers``), whose scripted "model" orders the 
 by how many of the question's words each contains (ties keep the fused order). The
 numbers show the stage working end to end, not what a real LLM would gain.
 
-Then the cross-set check behind the shipped fusion default: each set's tuned setting
-is applied (as its ``RAG_*`` variables would) and scored on every set's queries.
+Then the cross-set check behind the shipped fusion default: each set's best setting on
+dev is applied (as its ``RAG_*`` variables would) and scored on every set's queries.
 Results: ``bench/results/eval_sets.json``.
 """
 
@@ -147,11 +147,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             results[name] = {**report.to_dict(), "wall_s": round(time.perf_counter() - t0, 1)}
             log.info("%s: %s", name, json.dumps(report.runs))
-        # each set's tuned setting, applied through its variables, on every set
+        # each set's best setting on dev (before the noise rule), applied through its
+        # variables, on every set's queries
         tuned = {n: results[n]["tuned"] for n in sets}
         cross: dict[str, dict[str, Any]] = {}
         for src, t in tuned.items():
-            env = t["env"]
+            env = t["best_on_dev_env"]
             setting = Setting(
                 env["RAG_FUSION"],
                 float(env.get("RAG_DENSE_WEIGHT", 0.5)),

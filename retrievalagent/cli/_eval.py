@@ -66,11 +66,17 @@ def _print(report: Any, console: Console) -> None:
     tuned = report.tuned
     if tuned:
         if tuned["kept_current"] or tuned["is_current"]:
+            why = (
+                "it was the best on dev"
+                if tuned["is_current"]
+                else f"the best on dev, {escape(tuned['best_on_dev'])}, gained "
+                f"{tuned['dev_gain_over_current']:+.3f} nDCG@10, less than twice its standard "
+                f"error {tuned['dev_gain_standard_error']:.3f}"
+            )
             console.print(
                 f"[bold]tuned[/]: the current setting stays ({tuned['tried']} settings tried on "
-                f"{tuned['dev_queries']} dev queries; the best gained "
-                f"{tuned['dev_gain_over_current']:+.3f} nDCG@10 on dev, within its noise "
-                f"{tuned['dev_gain_standard_error']:.3f})"
+                f"{tuned['dev_queries']} dev queries; {why}); its nDCG@10 on the "
+                f"{tuned['test_queries']} held-out queries is {tuned['test_ndcg@10']:.3f}"
             )
         else:
             console.print(
