@@ -57,7 +57,7 @@ def _knob(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Settings:
     """Every tunable of an agent. Build it with :meth:`Settings.load`; it is immutable."""
 
@@ -193,6 +193,16 @@ class Settings:
         kind=int,
         low=1,
         high=4096,
+    )
+    ingest_window: int = _knob(
+        "RAG_INGEST_WINDOW",
+        512,
+        "Chunks embedded and written together during an ingest. Smaller windows show "
+        "progress sooner and hold fewer vectors in memory; a file larger than a window is "
+        "still committed all at once.",
+        kind=int,
+        low=1,
+        high=100_000,
     )
     # memory
     memory_relevance_threshold: float = _knob(
@@ -362,10 +372,24 @@ class Settings:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.metadata["secret"] and value:
-                value = "***"
-            out[f.name] = str(value) if isinstance(value, Path) else value
+            out[f.name] = _masked(value, f.metadata)
         return out
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.public_dict().items())
+        return f"Settings({shown})"
+
+
+def _masked(value: Any, meta: Mapping[str, Any]) -> Any:
+    """``value`` as logs, reprs and errors may show it: secrets as ``***``, URLs without
+    their user info (``user:password@``) or query string."""
+    if meta["secret"] and value:
+        return "***"
+    if isinstance(value, str) and "://" in value:
+        from retrievalagent._inputs import redact_url
+
+        return redact_url(value)
+    return str(value) if isinstance(value, Path) else value
 
 
 def _describe(meta: Mapping[str, Any]) -> str:
@@ -398,7 +422,7 @@ def _parse(env_name: str, raw: str, meta: Mapping[str, Any]) -> Any:
 
 def _shown(value: Any, meta: Mapping[str, Any]) -> str:
     """A value as an error message shows it: secrets masked, long values cut."""
-    shown = "'***'" if meta["secret"] else repr(value)
+    shown = repr(_masked(value, meta))
     if len(shown) > 80:  # a 1 MB value must not make a 1 MB message
         shown = f"{shown[:60]}... ({len(shown)} characters)"
     return shown

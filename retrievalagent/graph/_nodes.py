@@ -415,7 +415,7 @@ class Nodes:
             dense, lexical, self.s.top_k, state["query"], memory_terms, self.s.memory_term_weight
         )
         # Payloads of the winners only; a passage deleted since the search is left out.
-        sources = [to_source(hit) for hit in searcher.with_payloads(fused)]
+        sources = [to_source(hit) for hit in searcher.with_payloads(fused, self.s.top_k)]
         event = {
             "node": "fuse",
             "method": searcher.fuser.name,
