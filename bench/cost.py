@@ -43,7 +43,6 @@ import re
 import statistics
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any

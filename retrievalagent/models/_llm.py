@@ -186,22 +186,30 @@ class LLMInlineAnswerer:
         self, request: AnswerRequest, config: RunnableConfig | None = None
     ) -> tuple[Answer, Grade]:
         messages, start = self.messages(request), time.perf_counter()
-        reply = self.retry.call(
-            lambda: self.runnable.invoke(messages, _nostream(config)),
-            model=self.name,
-            role="answer",
-        )
+        try:
+            reply = self.retry.call(
+                lambda: self.runnable.invoke(messages, _nostream(config)),
+                model=self.name,
+                role="answer",
+            )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("answer", messages, None, start)
+            raise
         return self._done(messages, reply, start)
 
     async def aanswer_and_grade(
         self, request: AnswerRequest, config: RunnableConfig | None = None
     ) -> tuple[Answer, Grade]:
         messages, start = self.messages(request), time.perf_counter()
-        reply = await self.retry.acall(
-            lambda: self.runnable.ainvoke(messages, _nostream(config)),
-            model=self.name,
-            role="answer",
-        )
+        try:
+            reply = await self.retry.acall(
+                lambda: self.runnable.ainvoke(messages, _nostream(config)),
+                model=self.name,
+                role="answer",
+            )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("answer", messages, None, start)
+            raise
         return self._done(messages, reply, start)
 
 
@@ -245,20 +253,28 @@ class LLMGrader:
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
         messages, start = self.messages(request), time.perf_counter()
-        reply = self.retry.call(
-            lambda: self.runnable.invoke(messages, _nostream(config)),
-            model=self.name,
-            role="grade",
-        )
+        try:
+            reply = self.retry.call(
+                lambda: self.runnable.invoke(messages, _nostream(config)),
+                model=self.name,
+                role="grade",
+            )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("grade", messages, None, start)
+            raise
         return self._done(messages, reply, start)
 
     async def agrade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
         messages, start = self.messages(request), time.perf_counter()
-        reply = await self.retry.acall(
-            lambda: self.runnable.ainvoke(messages, _nostream(config)),
-            model=self.name,
-            role="grade",
-        )
+        try:
+            reply = await self.retry.acall(
+                lambda: self.runnable.ainvoke(messages, _nostream(config)),
+                model=self.name,
+                role="grade",
+            )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("grade", messages, None, start)
+            raise
         return self._done(messages, reply, start)
 
 
