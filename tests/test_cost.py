@@ -84,8 +84,8 @@ def responder(answer: Any = None, grades: list[dict[str, Any]] | None = None) ->
 
 @pytest.fixture
 def agent(make_agent: Any, openai_server: Any) -> Any:
-    def build(**settings: Any) -> Any:
-        rag = make_agent(model="openai:gpt-5.4", **settings)
+    def build(collection: str = "cost", **settings: Any) -> Any:
+        rag = make_agent(collection, model="openai:gpt-5.4", **settings)
         rag.add_documents(DOCS)
         return rag
 
