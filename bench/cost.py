@@ -145,7 +145,9 @@ class SimulatedModel:
             prompt = "\n\n".join(request.texts())
             found = re.search(r"Question: (.*?)\n", prompt)
             answer = prompt.rsplit("Answer:\n", 1)[-1] if "Answer:\n" in prompt else ""
-            return self._grade(self._query(found.group(1) if found else ""), answer, _passages(prompt))
+            return self._grade(
+                self._query(found.group(1) if found else ""), answer, _passages(prompt)
+            )
         query = self._query(request.last_user_message)
         passages = _passages(request.system_prompt)
         answer = self._answer(query, passages)
@@ -285,7 +287,9 @@ def _sufficient_ratio(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             continue
         total = sum(c["prompt_tokens"] for c in row["calls"])
         ratios.append(total / answers[0]["prompt_tokens"])
-        ratios_chars.append(sum(c["prompt_chars"] for c in row["calls"]) / answers[0]["prompt_chars"])
+        ratios_chars.append(
+            sum(c["prompt_chars"] for c in row["calls"]) / answers[0]["prompt_chars"]
+        )
     if not ratios:
         return {"n": 0}
     return {
@@ -297,14 +301,21 @@ def _sufficient_ratio(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_cost(
-    collection: str, queries: Sequence[dict[str, Any]], server: OpenAICompatServer,
-    embeddings: Any, per_thread: int, settings: dict[str, Any],
+    collection: str,
+    queries: Sequence[dict[str, Any]],
+    server: OpenAICompatServer,
+    embeddings: Any,
+    per_thread: int,
+    settings: dict[str, Any],
 ) -> dict[str, Any]:
     from langgraph.checkpoint.memory import InMemorySaver
 
     server.first_token_delay = 0.0
     rag = open_agent(
-        collection, embeddings=embeddings, model="openai:gpt-5.4", checkpointer=InMemorySaver(),
+        collection,
+        embeddings=embeddings,
+        model="openai:gpt-5.4",
+        checkpointer=InMemorySaver(),
         **settings,
     )
     rows = []
@@ -337,15 +348,26 @@ def run_cost(
         }
     out["turn_rows"] = [
         {k: v for k, v in r.items() if k not in ("calls", "agent_usage")}
-        | {"roles": [c["role"] for c in r["calls"]]}
+        | {
+            "roles": [c["role"] for c in r["calls"]],
+            "prompt_tokens": sum(c["prompt_tokens"] for c in r["calls"]),
+            "answer_prompt_tokens": [
+                c["prompt_tokens"] for c in r["calls"] if c["role"] == "answer"
+            ],
+        }
         for r in rows
     ]
     return out
 
 
 def run_ttft(
-    collection: str, queries: Sequence[dict[str, Any]], server: OpenAICompatServer,
-    embeddings: Any, per_thread: int, delay: float, settings: dict[str, Any],
+    collection: str,
+    queries: Sequence[dict[str, Any]],
+    server: OpenAICompatServer,
+    embeddings: Any,
+    per_thread: int,
+    delay: float,
+    settings: dict[str, Any],
 ) -> dict[str, Any]:
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -353,8 +375,11 @@ def run_ttft(
 
     async def run() -> list[dict[str, Any]]:
         rag = open_agent(
-            collection, embeddings=embeddings, model="openai:gpt-5.4",
-            checkpointer=InMemorySaver(), **settings,
+            collection,
+            embeddings=embeddings,
+            model="openai:gpt-5.4",
+            checkpointer=InMemorySaver(),
+            **settings,
         )
         rows = []
         try:
@@ -383,12 +408,16 @@ def run_ttft(
     overhead = [r["overhead_ms"] for r in rows if r["overhead_ms"] is not None]
     retrieval = [r["retrieval_ms"] for r in rows]
     model_first = [r["model_first_token_ms"] for r in rows if r["model_first_token_ms"]]
+    to_request = [r["to_answer_request_ms"] for r in rows if r["to_answer_request_ms"]]
+    way_back = [r["way_back_ms"] for r in rows if r["way_back_ms"] is not None]
     return {
         "turns": len(rows),
         "first_token_delay_ms": round(delay * 1e3, 1),
         "ttft_ms_p50": _p50(ttft),
         "retrieval_ms_p50": _p50(retrieval),
+        "to_answer_request_ms_p50": _p50(to_request),
         "model_first_token_ms_p50": _p50(model_first),
+        "way_back_ms_p50": _p50(way_back),
         "overhead_ms_p50": _p50(overhead),
         "overhead_ms_p90": round(float(sorted(overhead)[int(0.9 * (len(overhead) - 1))]), 2)
         if overhead
@@ -428,6 +457,10 @@ def _ttft_row(
     return {
         "ttft_ms": ttft,
         "retrieval_ms": retrieval,
+        "to_answer_request_ms": (answer["received_at"] - t0) * 1e3 if answer else None,
+        "way_back_ms": (first - answer["first_token_at"]) * 1e3
+        if answer and answer["first_token_at"] and first is not None
+        else None,
         "model_first_token_ms": model_first,
         "overhead_ms": ttft - retrieval - model_first
         if ttft is not None and model_first is not None
@@ -454,6 +487,26 @@ def _summary(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _inline_ratio(separate: Sequence[dict], inline: Sequence[dict]) -> dict[str, Any]:
+    """Prompt tokens of an inline turn over the default mode's answer prompt alone for the
+    same question (turns sufficient at once in both modes)."""
+    by_id = {r["id"]: r for r in separate}
+    ratios = []
+    for row in inline:
+        base = by_id.get(row["id"])
+        if not base or row["rewrote"] or base["rewrote"] or not row["first_sufficient"]:
+            continue
+        if len(base["answer_prompt_tokens"]) == 1 and base["answer_prompt_tokens"][0]:
+            ratios.append(row["prompt_tokens"] / base["answer_prompt_tokens"][0])
+    if not ratios:
+        return {"n": 0}
+    return {
+        "n": len(ratios),
+        "median": round(statistics.median(ratios), 3),
+        "max": round(max(ratios), 3),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
@@ -473,17 +526,27 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     embeddings = MiniLMEmbeddings().load()
     server = OpenAICompatServer(responder=SimulatedModel(queries)).start()
     os.environ.update(
-        {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_BASE": server.base_url,
-         "OPENAI_API_KEY": "sk-bench-local"}
+        {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_BASE": server.base_url,
+            "OPENAI_API_KEY": "sk-bench-local",
+        }
     )
     modes: dict[str, Any] = {}
     try:
         for mode in args.modes:
             settings = {} if mode == "separate" else {"grading": mode}
-            modes[mode] = run_cost(collection, queries, server, embeddings, args.per_thread, settings)
+            modes[mode] = run_cost(
+                collection, queries, server, embeddings, args.per_thread, settings
+            )
         ttft = {
             mode: run_ttft(
-                collection, queries, server, embeddings, args.per_thread, args.delay,
+                collection,
+                queries,
+                server,
+                embeddings,
+                args.per_thread,
+                args.delay,
                 {} if mode == "separate" else {"grading": mode},
             )
             for mode in args.modes
@@ -506,6 +569,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "ttft_overhead_ms_p50": 5.0,
         },
     }
+    if "separate" in modes and "inline" in modes:
+        payload["inline_vs_separate_answer_prompt"] = _inline_ratio(
+            modes["separate"]["turn_rows"], modes["inline"]["turn_rows"]
+        )
     if args.baseline and args.baseline.exists():
         payload["before"] = _summary(json.loads(args.baseline.read_text()))
     payload["run_seconds"] = round(time.perf_counter() - started, 1)

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.timeout(120)
 DOCS = [
     "# Vault encryption\n\nThe vault encrypts every chunk with AES-256-GCM. The passphrase is "
     "stretched with Argon2id using 64 MiB of memory and three passes. "
-    + "Key material never leaves the client machine. " * 20,
+    + "Key material never leaves the client machine. "
+    * 20,
     "# Snapshots\n\nA snapshot of the vault is taken every six hours and kept for thirty days.",
     "# Recovery sheet\n\nThe recovery sheet holds the 24-word seed that restores a lost vault.",
     "# Error codes\n\nLF-409 means the vault is locked by another process.",
@@ -107,7 +108,11 @@ def test_trace_and_result_show_calls_tokens_and_times_per_role(agent, openai_ser
         assert event["calls"] == 1 and event["estimated"] is False and event["ms"] > 0
         assert event["input_tokens"] == usage["prompt_tokens"]  # as the provider reported
         assert event["output_tokens"] == usage["completion_tokens"]
-    assert (answers[0]["role"], grades[0]["role"], rewrite["role"]) == ("answer", "grade", "rewrite")
+    assert (answers[0]["role"], grades[0]["role"], rewrite["role"]) == (
+        "answer",
+        "grade",
+        "rewrite",
+    )
     totals = state.usage
     assert set(totals) == {"answer", "grade", "rewrite", "total"}
     assert totals["answer"]["calls"] == 2 and totals["grade"]["calls"] == 2

@@ -195,7 +195,19 @@ class Nodes:
     # -- prepare ---------------------------------------------------------------------
     def prepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """Start a turn: find the question, reset per-turn fields, name the thread."""
-        start = time.perf_counter()
+        start, question, update = time.perf_counter(), *self._question(state)
+        with metering() as meter:
+            title = state.get("title") or self._title(question, config)
+        return self._prepared(state, config, question, title, update, start, meter)
+
+    async def aprepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        """Async :meth:`prepare`: no thread hop before retrieval (the time to first token)."""
+        start, question, update = time.perf_counter(), *self._question(state)
+        with metering() as meter:
+            title = state.get("title") or await self._atitle(question, config)
+        return self._prepared(state, config, question, title, update, start, meter)
+
+    def _question(self, state: AgentState) -> tuple[str, dict[str, Any]]:
         messages = list(state.get("messages") or [])
         update: dict[str, Any] = {}
         if messages and isinstance(messages[-1], HumanMessage):
@@ -206,8 +218,18 @@ class Nodes:
                 raise ValueError("the input needs a non-empty 'question' or a final human message")
             question = clean_question(raw, self.s.max_question_chars)
             update["messages"] = [HumanMessage(question)]
-        with metering() as meter:
-            title = state.get("title") or self._title(question, config)
+        return question, update
+
+    def _prepared(
+        self,
+        state: AgentState,
+        config: RunnableConfig,
+        question: str,
+        title: str,
+        update: dict[str, Any],
+        start: float,
+        meter: Meter,
+    ) -> dict[str, Any]:
         user_id = user_id_from_config(config)
         update.update(
             {
@@ -245,6 +267,12 @@ class Nodes:
         if self.c.titler is None or not thread_id:
             return question_title(question)
         return self.c.titler.title(question, config)
+
+    async def _atitle(self, question: str, config: RunnableConfig) -> str:
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        if self.c.titler is None or not thread_id:
+            return question_title(question)
+        return await self.c.titler.atitle(question, config)
 
     # -- read_memory -----------------------------------------------------------------
     def _recall_request(self, state: AgentState) -> RecallRequest:
