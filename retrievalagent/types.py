@@ -119,7 +119,9 @@ class AgentResult(dict):  # type: ignore[type-arg]
 
     ``result.answer``, ``result.sources``, ``result.trace``, ``result.memory_context``,
     ``result.memory_fact``, ``result.messages``, ``result.documents`` ... and
-    ``result["answer"]`` are the same thing.
+    ``result["answer"]`` are the same thing. ``result.usage`` is what the turn's model
+    calls cost, per role (``answer``, ``grade``, ``rewrite``, ``title``) and in ``total``:
+    ``calls``, ``input_tokens``, ``output_tokens``, ``ms``, ``estimated``.
     """
 
     __slots__ = ()
