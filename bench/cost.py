@@ -26,8 +26,11 @@ The model's words come from a simulated model that reads the prompt like a caref
 Passes: **cost** (no delay; ``invoke``), once per grading mode, then **ttft** (``astream``
 with the server delaying every first token by ``--delay`` seconds): time to the first
 answer token against retrieval (the trace's embed + search + BM25 + fusion times) plus the
-model's own first-token time (as the server measured it). ``--baseline FILE`` embeds an
-earlier run (e.g. the same benchmark on ``main``) as ``before``. Results:
+model's own first-token time (as the server measured it); what is left over is split into
+the time before the answer request reached the server and the way back from its first
+token to the caller. ``--baseline FILE`` embeds an earlier run (e.g. the same benchmark on
+``main``) as ``before``; ``--alias-runs BEFORE AFTER`` keeps the memory decisions of two
+``bench.memory.alias_bench`` runs beside the numbers. Results:
 ``bench/results/cost.json``; ``python -m bench.report`` renders them into
 ``docs/benchmarks.md``.
 """
@@ -507,6 +510,26 @@ def _inline_ratio(separate: Sequence[dict], inline: Sequence[dict]) -> dict[str,
     }
 
 
+def _alias_decisions(run: dict[str, Any]) -> dict[str, Any]:
+    """The memory decisions of an alias-bench run (its LLM-graded mode)."""
+    mode = run["modes"].get("scripted-llm") or {}
+    teaching = mode.get("teaching") or {}
+    return {
+        "git": run.get("git"),
+        "turns": teaching.get("turns"),
+        "facts_stored": teaching.get("facts_stored"),
+        "facts_correct": teaching.get("facts_correct"),
+        "recall@10_after_learning": mode.get("recall@10_after_learning"),
+        "stored_facts_digest": hash_text("\n".join(mode.get("stored_facts") or [])),
+    }
+
+
+def hash_text(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40)
@@ -516,6 +539,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--modes", nargs="+", default=["separate", "inline"])
     parser.add_argument("--baseline", type=Path, help="an earlier cost.json to keep as 'before'")
     parser.add_argument("--out", type=Path, default=RESULTS / "cost.json")
+    parser.add_argument(
+        "--alias-runs",
+        type=Path,
+        nargs=2,
+        metavar=("BEFORE", "AFTER"),
+        help="two bench.memory.alias_bench results (before/after a grade change) whose "
+        "memory decisions to keep beside these numbers",
+    )
     args = parser.parse_args(argv)
     setup_logging()
     started = time.perf_counter()
@@ -575,6 +606,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         )
     if args.baseline and args.baseline.exists():
         payload["before"] = _summary(json.loads(args.baseline.read_text()))
+    if args.alias_runs:
+        payload["alias_bench"] = {
+            label: _alias_decisions(json.loads(path.read_text()))
+            for label, path in zip(("before", "after"), args.alias_runs, strict=True)
+        }
     payload["run_seconds"] = round(time.perf_counter() - started, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n")

@@ -432,6 +432,24 @@ def cost_section(res: dict[str, Any] | None) -> str:
                 )
             )
     load = _get(res, "machine", "load_avg_at_start")
+    alias = res.get("alias_bench") or {}
+    alias_line = (
+        " Memory decisions on the alias bench (`python -m bench.memory.alias_bench --modes "
+        "scripted-llm`, whose grader reads the grade prompt): "
+        + "; ".join(
+            f"{label}: {a['facts_stored']} facts stored of {a['turns']} teaching turns, "
+            f"{a['facts_correct']} correct, recall@10 after learning "
+            f"{a['recall@10_after_learning']}"
+            for label, a in alias.items()
+        )
+        + (
+            " (the same facts)."
+            if len({a["stored_facts_digest"] for a in alias.values()}) == 1
+            else "."
+        )
+        if alias
+        else ""
+    )
     return (
         f"{res['data']}; `{res['model']}`; threads of 4 turns with a checkpointer "
         f"(`{res['command']}`; see its docstring for the simulated model). Each cell: calls / "
@@ -454,6 +472,7 @@ def cost_section(res: dict[str, Any] | None) -> str:
             if _get(res, "inline_vs_separate_answer_prompt", "n")
             else "not run."
         )
+        + alias_line
         + "\n\nTime to first token under `astream`, the server holding back every first token "
         "by 300 ms (p50 over the turns; *retrieval* = embedding, dense search, BM25 and fusion "
         "as the trace times them; *to answer request* = from the call to the answer request "
