@@ -280,7 +280,6 @@ def targets_section(results: dict[str, dict[str, Any]]) -> str:
             mem[1],
         )
     )
-    rows.extend(cost_targets(results.get("cost")))
     if lc:
         parts = []
         for s, x in lc["sets"].items():
@@ -300,6 +299,7 @@ def targets_section(results: dict[str, dict[str, Any]]) -> str:
         )
     else:
         rows.append(("8", "Compared with LangChain `EnsembleRetriever`", "–", verdict(None)))
+    rows.extend(cost_targets(results.get("cost")))
     return table(("#", "Target", "Measured", "Result"), rows) + "\n"
 
 
@@ -359,7 +359,7 @@ def cost_section(res: dict[str, Any] | None) -> str:
     before = res.get("before") or {}
     columns: list[tuple[str, dict[str, Any]]] = []
     if _get(before, "modes", "separate"):
-        columns.append((f"before (`{before.get('git')}`)", before["modes"]["separate"]))
+        columns.append((f"before ({before.get('git')})", before["modes"]["separate"]))
     for name, mode in res["modes"].items():
         columns.append((f"{name}", mode))
     roles = ("answer", "grade", "rewrite", "title")
@@ -387,15 +387,18 @@ def cost_section(res: dict[str, Any] | None) -> str:
             *(f"{m['per_turn']['total']['schema_chars']:.0f}" for _, m in columns),
         )
     )
+    inline_ratio = res.get("inline_vs_separate_answer_prompt") or {}
+
+    def ratio(name: str, mode: dict[str, Any]) -> str:
+        if name == "inline" and inline_ratio.get("n"):  # against the default answer prompt
+            return f"{inline_ratio['median']:.2f}×"
+        r = mode["sufficient_turn_prompt_ratio"]
+        return f"{r['median']:.2f}×" if r.get("n") else "–"
+
     rows.append(
         (
-            "sufficient turn / answer prompt",
-            *(
-                f"{m['sufficient_turn_prompt_ratio'].get('median', 0):.2f}×"
-                if m["sufficient_turn_prompt_ratio"].get("n")
-                else "–"
-                for _, m in columns
-            ),
+            "sufficient turn / answer prompt alone (median)",
+            *(ratio(name, m) for name, m in columns),
         )
     )
     rows.append(
@@ -431,7 +434,7 @@ def cost_section(res: dict[str, Any] | None) -> str:
                     f"{t['tokens_before_grade_request']} / {t['turns_with_grade_request']}",
                 )
             )
-    load = _get(res, "machine", "load_avg_at_start")
+    load = ", ".join(f"{x:.1f}" for x in _get(res, "machine", "load_avg_at_start", default=[]))
     alias = res.get("alias_bench") or {}
     alias_line = (
         " Memory decisions on the alias bench (`python -m bench.memory.alias_bench --modes "
@@ -479,7 +482,11 @@ def cost_section(res: dict[str, Any] | None) -> str:
         "reaching the server; *way back* = from the server sending the first token to the "
         "caller receiving it; *overhead* = time to first token − retrieval − the model's own "
         "first-token time; *tokens before grade* = turns whose first token reached the caller "
-        f"before the grade request reached the server). Load average at start: {load}.\n\n"
+        f"before the grade request reached the server). Load average (1, 5, 15 min) at the "
+        f"start: {load} on 2 cores, shared with other jobs. Of the overhead, about 3 ms is the "
+        "openai SDK and LangChain building and sending the request (measured on their own, "
+        "outside the graph) and about 4 ms LangGraph's steps between the nodes; the rest is "
+        "waiting for a core.\n\n"
         + table(
             (
                 "Run",
