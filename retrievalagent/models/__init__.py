@@ -74,12 +74,12 @@ def resolve_model(spec: BaseChatModel | str | None) -> BaseChatModel | None:
             # The agent's RetryPolicy (RAG_MODEL_RETRIES) is the one retry policy: the
             # client's own retries would multiply it. Streamed answers report their token
             # usage too (OpenAI-compatible clients leave that off for other base URLs).
-            options = {"max_retries": 0} if "max_retries" in fields else {}
-            if "stream_usage" in fields:
-                options["stream_usage"] = True
-            if options:
-                with contextlib.suppress(Exception):
-                    model = init_chat_model(spec, **options)
+            retries = {"max_retries": 0} if "max_retries" in fields else {}
+            usage = {"stream_usage": True} if "stream_usage" in fields else {}
+            for options in ({**retries, **usage}, retries):
+                if options:
+                    with contextlib.suppress(Exception):
+                        return init_chat_model(spec, **options)
             return model
         except ImportError as exc:
             raise ConfigError(
