@@ -485,8 +485,9 @@ def cost_section(res: dict[str, Any] | None) -> str:
         f"before the grade request reached the server). Load average (1, 5, 15 min) at the "
         f"start: {load} on 2 cores, shared with other jobs. Of the overhead, about 3 ms is the "
         "openai SDK and LangChain building and sending the request (measured on their own, "
-        "outside the graph) and about 4 ms LangGraph's steps between the nodes; the rest is "
-        "waiting for a core.\n\n"
+        "outside the graph) and about 4 ms LangGraph's steps between the nodes (both measured "
+        "at a load near 6); the rest is LangChain's callbacks around the call and, under "
+        "load, waiting for a core.\n\n"
         + table(
             (
                 "Run",
