@@ -45,6 +45,7 @@ from retrievalagent.models import (
     FeedbackRewriter,
     LLMAnswerer,
     LLMGrader,
+    LLMInlineAnswerer,
     LLMRewriter,
     RetryPolicy,
     resolve_model,
@@ -774,6 +775,9 @@ def init_agent(
             titler=None
             if saver is None
             else ThreadTitler(chat_model if cfg.thread_title == "llm" else None),
+            inline=LLMInlineAnswerer(chat_model, retry)
+            if chat_model is not None and cfg.grading == "inline"
+            else None,
         )
         nodes = Nodes(components)
         graph = build_graph(

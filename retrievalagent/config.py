@@ -173,6 +173,17 @@ class Settings:
         low=0.0,
         high=60.0,
     )
+    grading: str = _knob(
+        "RAG_GRADING",
+        "separate",
+        "How an LLM answer is graded: 'separate' streams the answer, then one grade call sees "
+        "the question, the answer and the passages it cites; 'inline' makes ONE structured "
+        "call that returns the answer with its grade (one round trip, about the answer's "
+        "prompt alone; no answer tokens are streamed before the call ends, and the model "
+        "grades its own answer in the same breath). Offline mode ignores it.",
+        kind=str,
+        choices=("separate", "inline"),
+    )
     # ingestion
     chunk_size: int = _knob(
         "RAG_CHUNK_SIZE", 1000, "Target chunk length in characters.", kind=int, low=100, high=20000
@@ -295,10 +306,10 @@ class Settings:
     )
     thread_title: str = _knob(
         "RAG_THREAD_TITLE",
-        "llm",
-        "How a thread is titled at its first turn: 'llm' asks the chat model for a few words "
-        "(one short call; only with a model and a thread id), 'question' uses the first "
-        "question cut to 50 characters.",
+        "question",
+        "How a thread is titled at its first turn: 'question' uses the first question cut "
+        "to 50 characters (no model call); 'llm' asks the chat model for a few words (one "
+        "short extra call before retrieval; only with a model and a thread id).",
         kind=str,
         choices=("llm", "question"),
     )
