@@ -17,6 +17,8 @@ STEPS = (
     ["bench.latency", "--sizes", "1k,10k,100k"],
     ["bench.ingest"],
     ["bench.coldstart"],
+    ["bench.ingest_crash", "--kills", "200"],
+    ["bench.cost"],
     ["bench.report"],
 )
 

@@ -299,10 +299,211 @@ def targets_section(results: dict[str, dict[str, Any]]) -> str:
         )
     else:
         rows.append(("8", "Compared with LangChain `EnsembleRetriever`", "–", verdict(None)))
+    rows.extend(cost_targets(results.get("cost")))
     return table(("#", "Target", "Measured", "Result"), rows) + "\n"
 
 
 MEMORY_TARGET_VARIANTS = ("offline", "instant-llm")
+
+
+def cost_targets(res: dict[str, Any] | None) -> list[tuple[str, str, str, str]]:
+    """Targets 9a-9c, from ``bench/results/cost.json``."""
+    if not res:
+        return [("9", "What a turn costs with a hosted LLM", "–", verdict(None))]
+    limits = _get(res, "targets", "sufficient_turn_prompt_ratio") or {}
+    sep = _get(res, "modes", "separate", "sufficient_turn_prompt_ratio") or {}
+    inl = res.get("inline_vs_separate_answer_prompt") or {}
+    was = _get(res, "before", "modes", "separate", "sufficient_turn_prompt_ratio") or {}
+    ttft = _get(res, "ttft", "separate") or {}
+    budget = _get(res, "targets", "ttft_overhead_ms_p50", default=5.0)
+    rows = [
+        (
+            "9a",
+            f"Prompt tokens of a sufficient turn ≤ {limits.get('separate', 1.3)}× the answer "
+            "prompt alone (default grading)",
+            f"{sep['median']:.2f}× (median of {sep['n']} turns; max {sep['max']:.2f}×)"
+            + (f"; before: {was['median']:.2f}×" if was.get("median") else "")
+            if sep.get("n")
+            else "–",
+            verdict(sep["median"] <= limits.get("separate", 1.3) if sep.get("n") else None),
+        ),
+        (
+            "9b",
+            f"Inline grading: ≤ {limits.get('inline', 1.05)}× the default mode's answer prompt",
+            f"{inl['median']:.3f}× (median of {inl['n']} turns; max {inl['max']:.3f}×)"
+            if inl.get("n")
+            else "–",
+            verdict(inl["median"] <= limits.get("inline", 1.05) if inl.get("n") else None),
+        ),
+    ]
+    if ttft:
+        over = ttft["overhead_ms_p50"]
+        rows.append(
+            (
+                "9c",
+                f"`astream` time to first token ≤ retrieval + model first token + {budget:g} ms "
+                f"(p50, {ttft['first_token_delay_ms']:.0f} ms first-token delay)",
+                f"{ttft['ttft_ms_p50']:.1f} ms = retrieval {ttft['retrieval_ms_p50']:.1f} + "
+                f"model {ttft['model_first_token_ms_p50']:.1f} + {over:.1f} ms (graph hand-offs "
+                f"and HTTP; {ttft['way_back_ms_p50']:.1f} ms of it after the model's first "
+                "token; see §7)",
+                verdict(over <= budget),
+            )
+        )
+    return rows
+
+
+def cost_section(res: dict[str, Any] | None) -> str:
+    if not res:
+        return "Not run (`python -m bench.cost`).\n"
+    before = res.get("before") or {}
+    columns: list[tuple[str, dict[str, Any]]] = []
+    if _get(before, "modes", "separate"):
+        columns.append((f"before ({before.get('git')})", before["modes"]["separate"]))
+    for name, mode in res["modes"].items():
+        columns.append((f"{name}", mode))
+    roles = ("answer", "grade", "rewrite", "title")
+    rows = []
+    for role in roles:
+        cells = []
+        for _, mode in columns:
+            r = _get(mode, "per_turn", "by_role", role)
+            cells.append(
+                f"{r['calls']:.2f} / {r['prompt_tokens']:.0f} / {r['completion_tokens']:.0f}"
+                if r
+                else "–"
+            )
+        rows.append((role, *cells))
+    totals = []
+    for _, mode in columns:
+        t = mode["per_turn"]["total"]
+        totals.append(
+            f"**{t['calls']:.2f} / {t['prompt_tokens']:.0f} / {t['completion_tokens']:.0f}**"
+        )
+    rows.append(("total", *totals))
+    rows.append(
+        (
+            "schema characters / turn",
+            *(f"{m['per_turn']['total']['schema_chars']:.0f}" for _, m in columns),
+        )
+    )
+    inline_ratio = res.get("inline_vs_separate_answer_prompt") or {}
+
+    def ratio(name: str, mode: dict[str, Any]) -> str:
+        if name == "inline" and inline_ratio.get("n"):  # against the default answer prompt
+            return f"{inline_ratio['median']:.2f}×"
+        r = mode["sufficient_turn_prompt_ratio"]
+        return f"{r['median']:.2f}×" if r.get("n") else "–"
+
+    rows.append(
+        (
+            "sufficient turn / answer prompt alone (median)",
+            *(ratio(name, m) for name, m in columns),
+        )
+    )
+    rows.append(
+        (
+            "rewrites / first-attempt sufficient / facts proposed",
+            *(
+                f"{m['rewrites']} / {m['first_attempt_sufficient']} / {m['facts_proposed']}"
+                for _, m in columns
+            ),
+        )
+    )
+    same = [
+        name
+        for name, mode in res["modes"].items()
+        if _get(before, "rewritten_turns", "separate") is not None
+        and mode.get("rewritten_turns") == before["rewritten_turns"]["separate"]
+    ]
+    ttft_rows = []
+    ttfts = [("before", before.get("ttft") or {})] if before.get("ttft") else []
+    ttfts += [("after", res.get("ttft") or {})]
+    for label, modes in ttfts:
+        for name, t in modes.items():
+            ttft_rows.append(
+                (
+                    f"{label}: {name}",
+                    ms(t["ttft_ms_p50"]),
+                    ms(t["retrieval_ms_p50"]),
+                    ms(t.get("to_answer_request_ms_p50")),
+                    ms(t["model_first_token_ms_p50"]),
+                    ms(t.get("way_back_ms_p50")),
+                    ms(t["overhead_ms_p50"]),
+                    ms(t["overhead_ms_p90"]),
+                    f"{t['tokens_before_grade_request']} / {t['turns_with_grade_request']}",
+                )
+            )
+    load = ", ".join(f"{x:.1f}" for x in _get(res, "machine", "load_avg_at_start", default=[]))
+    alias = res.get("alias_bench") or {}
+    alias_line = (
+        " Memory decisions on the alias bench (`python -m bench.memory.alias_bench --modes "
+        "scripted-llm`, whose grader reads the grade prompt): "
+        + "; ".join(
+            f"{label}: {a['facts_stored']} facts stored of {a['turns']} teaching turns, "
+            f"{a['facts_correct']} correct, recall@10 after learning "
+            f"{a['recall@10_after_learning']}"
+            for label, a in alias.items()
+        )
+        + (
+            " (the same facts)."
+            if len({a["stored_facts_digest"] for a in alias.values()}) == 1
+            else "."
+        )
+        if alias
+        else ""
+    )
+    return (
+        f"{res['data']}; `{res['model']}`; threads of 4 turns with a checkpointer "
+        f"(`{res['command']}`; see its docstring for the simulated model). Each cell: calls / "
+        "prompt tokens / completion tokens per turn, by role. *before* is the same benchmark "
+        "on the code before the cost work; *separate* and *inline* are the two values of "
+        "`RAG_GRADING`. Schema characters (the JSON schema of structured calls, which "
+        "providers bill as prompt tokens too) are shown apart: the grade's guidance lives "
+        "there, not repeated in the prompt.\n\n"
+        + table(("Per turn", *(c[0] for c in columns)), rows)
+        + "\n\nSufficiency decisions: "
+        + (
+            f"the same turns were rewritten in {', '.join(same)} as before "
+            f"({len(before['rewritten_turns']['separate'])} of {res['modes']['separate']['turns']})."
+            if same
+            else "see `rewritten_turns` in the JSON file."
+        )
+        + " Inline mode against the default mode's answer prompt alone, same questions: "
+        + (
+            f"{res['inline_vs_separate_answer_prompt']['median']:.3f}× (median)."
+            if _get(res, "inline_vs_separate_answer_prompt", "n")
+            else "not run."
+        )
+        + alias_line
+        + "\n\nTime to first token under `astream`, the server holding back every first token "
+        "by 300 ms (p50 over the turns; *retrieval* = embedding, dense search, BM25 and fusion "
+        "as the trace times them; *to answer request* = from the call to the answer request "
+        "reaching the server; *way back* = from the server sending the first token to the "
+        "caller receiving it; *overhead* = time to first token − retrieval − the model's own "
+        "first-token time; *tokens before grade* = turns whose first token reached the caller "
+        f"before the grade request reached the server). Load average (1, 5, 15 min) at the "
+        f"start: {load} on 2 cores, shared with other jobs. Of the overhead, about 3 ms is the "
+        "openai SDK and LangChain building and sending the request (measured on their own, "
+        "outside the graph) and about 4 ms LangGraph's steps between the nodes (both measured "
+        "at a load near 6); the rest is LangChain's callbacks around the call and, under "
+        "load, waiting for a core.\n\n"
+        + table(
+            (
+                "Run",
+                "TTFT",
+                "retrieval",
+                "to answer request",
+                "model first token",
+                "way back",
+                "overhead p50",
+                "overhead p90",
+                "tokens before grade",
+            ),
+            ttft_rows,
+        )
+        + "\n"
+    )
 
 
 def memory_target(results: dict[str, dict[str, Any]]) -> tuple[str, str]:
@@ -576,7 +777,7 @@ def langchain_section(lc: dict[str, Any] | None) -> str:
 def others_section(results: dict[str, dict[str, Any]]) -> str:
     out = []
     for name, res in results.items():
-        if name in OWN or name == "memory_write_latency":
+        if name in OWN or name in ("memory_write_latency", "cost"):
             continue
         what = res.get("benchmark") or name
         targets = res.get("targets")
@@ -610,6 +811,7 @@ def run_times(results: dict[str, dict[str, Any]]) -> str:
         "ingest": "python -m bench.ingest",
         "coldstart": "python -m bench.coldstart",
         "langchain_compare": "python -m bench.langchain_compare",
+        "cost": "python -m bench.cost",
     }
     rows = []
     for name, cmd in cmds.items():
@@ -673,7 +875,10 @@ the same MiniLM model; embedding 100k passages takes about an hour on 2 cores); 
 ## 6. Memory writes
 
 {memory_section(results)}
-## 7. Other benchmarks in this repository
+## 7. What a turn costs with a hosted LLM
+
+{cost_section(results.get("cost"))}
+## 8. Other benchmarks in this repository
 
 {others_section(results)}"""
 

@@ -21,7 +21,7 @@ from retrievalagent.errors import (
     RetrievalAgentError,
     VectorIndexError,
 )
-from retrievalagent.ingest import IngestReport
+from retrievalagent.ingest import IngestInterrupted, IngestReport
 from retrievalagent.types import AgentResult, DrainReport, Grade, Source, StreamEvent
 
 __version__ = "0.1.0"
@@ -32,6 +32,7 @@ __all__ = [
     "DrainReport",
     "Grade",
     "IngestError",
+    "IngestInterrupted",
     "IngestReport",
     "ModelError",
     "RetrievalAgent",

@@ -20,12 +20,16 @@ from typing import Any
 
 from retrievalagent.errors import ConfigError
 
-__all__ = ["MAX_ID_CHARS", "check_id", "clean_question", "redact_url"]
+__all__ = ["MAX_ID_CHARS", "check_id", "check_top_k", "clean_question", "redact_url"]
 
 MAX_ID_CHARS = 256
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Zero-width and invisible format characters: a question of only these is empty.
+_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff]")
+_WORD = re.compile(r"\w")
+MAX_TOP_K = 1000
 
 
 def clean_question(question: Any, max_chars: int) -> str:
@@ -38,10 +42,26 @@ def clean_question(question: Any, max_chars: int) -> str:
             f"question is {len(text)} characters long; the limit is {max_chars} "
             "(setting max_question_chars, env RAG_MAX_QUESTION_CHARS)"
         )
-    text = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text)).strip()
+    text = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", _INVISIBLE.sub("", text))).strip()
     if not text:
-        raise ConfigError("question must be a non-empty string (it is empty or only whitespace)")
+        raise ConfigError(
+            "question must be a non-empty string (it is empty, or only whitespace or "
+            "invisible characters)"
+        )
+    if not _WORD.search(text):
+        raise ConfigError(
+            f"question {text[:40]!r} has no letters or digits; ask something with words in it"
+        )
     return text
+
+
+def check_top_k(value: Any, what: str = "top_k") -> int:
+    """A per-call passage count: an int from 1 to ``MAX_TOP_K``, or ``ConfigError``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{what} must be an int, not {type(value).__name__} ({value!r})")
+    if not 1 <= value <= MAX_TOP_K:
+        raise ConfigError(f"{what} must be between 1 and {MAX_TOP_K}, not {value}")
+    return value
 
 
 def check_id(value: Any, what: str) -> str:

@@ -17,12 +17,18 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Overwrite
 
-from retrievalagent._inputs import check_id, clean_question, redact_url
+from retrievalagent._inputs import check_id, check_top_k, clean_question, redact_url
 from retrievalagent.config import Settings
 from retrievalagent.embeddings import MiniLMEmbeddings, resolve_embeddings
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
-from retrievalagent.ingest import Ingestor, IngestReport, expand_inputs, source_key
+from retrievalagent.ingest import (
+    Ingestor,
+    IngestReport,
+    expand_inputs,
+    folder_prefixes,
+    source_key,
+)
 from retrievalagent.memory import (
     BackgroundWrites,
     Mem0Backend,
@@ -38,6 +44,7 @@ from retrievalagent.models import (
     FeedbackRewriter,
     LLMAnswerer,
     LLMGrader,
+    LLMInlineAnswerer,
     LLMRewriter,
     RetryPolicy,
     resolve_model,
@@ -162,6 +169,7 @@ class RetrievalAgent:
             components.searcher.encoder,
             settings.chunk_size,
             settings.chunk_overlap,
+            window=settings.ingest_window,
         )
 
     def __repr__(self) -> str:
@@ -192,17 +200,27 @@ class RetrievalAgent:
         *,
         metadata: Mapping[str, Any] | None = None,
         progress: bool | None = None,
+        keep_missing: bool = False,
     ) -> IngestReport:
         """Index files, folders, ``Document``\\ s or strings; unchanged ones are skipped.
+
+        Each source's new chunks appear at once, when all are written; an interrupted run
+        leaves every source fully old, fully new or absent, and the next run finishes it.
 
         Args:
             inputs: One item or a list of: paths (files or folders of Markdown, text, HTML),
                 LangChain ``Document``\\ s, or text strings.
             metadata: Added to every chunk's metadata (a ``Document``'s own metadata wins).
             progress: Show a progress bar (default: only on a terminal).
+            keep_missing: Keep the indexed files of a given folder that are no longer in it
+                (by default a folder is mirrored: they are removed, and the report lists them).
+
+        Raises:
+            IngestInterrupted: on Ctrl-C; its ``report`` lists the finished sources.
         """
         docs = expand_inputs(inputs, metadata)
-        return self._ingestor.ingest(docs, progress=progress)
+        mirror = [] if keep_missing else folder_prefixes(inputs)
+        return self._ingestor.ingest(docs, progress=progress, mirror=mirror)
 
     async def aadd_documents(
         self,
@@ -210,11 +228,16 @@ class RetrievalAgent:
         *,
         metadata: Mapping[str, Any] | None = None,
         progress: bool | None = None,
+        keep_missing: bool = False,
     ) -> IngestReport:
         import asyncio
 
         return await asyncio.to_thread(
-            self.add_documents, inputs, metadata=metadata, progress=progress
+            self.add_documents,
+            inputs,
+            metadata=metadata,
+            progress=progress,
+            keep_missing=keep_missing,
         )
 
     def delete_documents(
@@ -222,21 +245,44 @@ class RetrievalAgent:
     ) -> int:
         """Delete the chunks of a source (a file path, a folder path, or a source id) or of
         every chunk matching a metadata ``filter``. Returns the number of chunks deleted."""
-        if source is None and not filter:
-            raise ConfigError("delete_documents needs a source or a filter")
         conditions = self._components.searcher.conditions(filter)
         if source is None:
+            if not filter:
+                raise ConfigError("delete_documents needs a source or a filter")
             return self.index.delete(conditions)
-        path = Path(str(source)).expanduser()
-        keys = [str(source)]
-        if path.exists():
-            resolved = source_key(path)
-            if path.is_dir():
-                prefix = resolved.rstrip("/") + "/"
-                keys = [s for s in self.index.sources() if s.startswith(prefix)]
-            else:
-                keys = [resolved]
+        keys = self.sources_under(source)
         return sum(self.index.delete([Condition("source", "match", k), *conditions]) for k in keys)
+
+    def sources_under(self, source: str | Path) -> list[str]:
+        """The indexed sources ``source`` names: a file's, every file's under a folder, or
+        a source id as listed by :meth:`sources`.
+
+        Raises:
+            ConfigError: ``source`` is empty, or a root-like folder (``/``, ``~``, ``.``
+                when it is the home or root folder) that would name every file.
+        """
+        text = str(source).strip() if isinstance(source, str | Path) else None
+        if not text:
+            raise ConfigError(
+                f"a source to delete must be a non-empty path or source id, not {source!r}"
+            )
+        path = Path(text).expanduser()
+        try:
+            exists, is_dir = path.exists(), path.is_dir()
+        except (OSError, ValueError):
+            exists = is_dir = False
+        if not exists:
+            return [text] if text in self.index.sources() else []
+        resolved = source_key(path)
+        if not is_dir:
+            return [resolved]
+        if resolved in ("/", source_key(Path.home())) or len(Path(resolved).parts) < 2:
+            raise ConfigError(
+                f"refusing to delete every source under {resolved!r} (a root or home folder); "
+                "name the folder you ingested, or a file"
+            )
+        prefix = resolved.rstrip("/") + "/"
+        return [s for s in self.index.sources() if s.startswith(prefix)]
 
     def sources(self) -> dict[str, int]:
         """Every indexed source and its number of chunks."""
@@ -251,13 +297,19 @@ class RetrievalAgent:
         self, query: str, *, top_k: int | None = None, filter: Mapping[str, Any] | None = None
     ) -> list[dict[str, Any]]:
         """Hybrid search without an answer: the fused passages, best first."""
-        hits, _ = self._components.searcher.search(query, top_k or self.settings.top_k, filter)
+        query, top_k = self._search_args(query, top_k)
+        hits, _ = self._components.searcher.search(query, top_k, filter)
         return [to_source(h) for h in hits]
+
+    def _search_args(self, query: str, top_k: int | None) -> tuple[str, int]:
+        text = clean_question(query, self.settings.max_question_chars)
+        return text, self.settings.top_k if top_k is None else check_top_k(top_k)
 
     async def asearch(
         self, query: str, *, top_k: int | None = None, filter: Mapping[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        hits = await self._components.searcher.asearch(query, top_k or self.settings.top_k, filter)
+        query, top_k = self._search_args(query, top_k)
+        hits = await self._components.searcher.asearch(query, top_k, filter)
         return [to_source(h) for h in hits]
 
     def as_retriever(
@@ -279,7 +331,7 @@ class RetrievalAgent:
         count = k if k is not None else top_k
         return HybridRetriever(
             searcher=self._components.searcher,
-            top_k=count if count is not None else self.settings.top_k,
+            top_k=self.settings.top_k if count is None else check_top_k(count, "k"),
             filter=dict(filter) if filter else None,
         )
 
@@ -733,6 +785,9 @@ def init_agent(
             titler=None
             if saver is None
             else ThreadTitler(chat_model if cfg.thread_title == "llm" else None),
+            inline=LLMInlineAnswerer(chat_model, retry)
+            if chat_model is not None and cfg.grading == "inline"
+            else None,
         )
         nodes = Nodes(components)
         graph = build_graph(

@@ -57,7 +57,7 @@ def _knob(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Settings:
     """Every tunable of an agent. Build it with :meth:`Settings.load`; it is immutable."""
 
@@ -182,6 +182,17 @@ class Settings:
         low=0.0,
         high=60.0,
     )
+    grading: str = _knob(
+        "RAG_GRADING",
+        "separate",
+        "How an LLM answer is graded: 'separate' streams the answer, then one grade call sees "
+        "the question, the answer and the passages it cites; 'inline' makes ONE structured "
+        "call that returns the answer with its grade (one round trip, about the answer's "
+        "prompt alone; no answer tokens are streamed before the call ends, and the model "
+        "grades its own answer in the same breath). Offline mode ignores it.",
+        kind=str,
+        choices=("separate", "inline"),
+    )
     # ingestion
     chunk_size: int = _knob(
         "RAG_CHUNK_SIZE", 1000, "Target chunk length in characters.", kind=int, low=100, high=20000
@@ -202,6 +213,16 @@ class Settings:
         kind=int,
         low=1,
         high=4096,
+    )
+    ingest_window: int = _knob(
+        "RAG_INGEST_WINDOW",
+        512,
+        "Chunks embedded and written together during an ingest. Smaller windows show "
+        "progress sooner and hold fewer vectors in memory; a file larger than a window is "
+        "still committed all at once.",
+        kind=int,
+        low=1,
+        high=100_000,
     )
     # memory
     memory_relevance_threshold: float = _knob(
@@ -294,10 +315,10 @@ class Settings:
     )
     thread_title: str = _knob(
         "RAG_THREAD_TITLE",
-        "llm",
-        "How a thread is titled at its first turn: 'llm' asks the chat model for a few words "
-        "(one short call; only with a model and a thread id), 'question' uses the first "
-        "question cut to 50 characters.",
+        "question",
+        "How a thread is titled at its first turn: 'question' uses the first question cut "
+        "to 50 characters (no model call); 'llm' asks the chat model for a few words (one "
+        "short extra call before retrieval; only with a model and a thread id).",
         kind=str,
         choices=("llm", "question"),
     )
@@ -371,10 +392,24 @@ class Settings:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.metadata["secret"] and value:
-                value = "***"
-            out[f.name] = str(value) if isinstance(value, Path) else value
+            out[f.name] = _masked(value, f.metadata)
         return out
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.public_dict().items())
+        return f"Settings({shown})"
+
+
+def _masked(value: Any, meta: Mapping[str, Any]) -> Any:
+    """``value`` as logs, reprs and errors may show it: secrets as ``***``, URLs without
+    their user info (``user:password@``) or query string."""
+    if meta["secret"] and value:
+        return "***"
+    if isinstance(value, str) and "://" in value:
+        from retrievalagent._inputs import redact_url
+
+        return redact_url(value)
+    return str(value) if isinstance(value, Path) else value
 
 
 def _describe(meta: Mapping[str, Any]) -> str:
@@ -407,7 +442,7 @@ def _parse(env_name: str, raw: str, meta: Mapping[str, Any]) -> Any:
 
 def _shown(value: Any, meta: Mapping[str, Any]) -> str:
     """A value as an error message shows it: secrets masked, long values cut."""
-    shown = "'***'" if meta["secret"] else repr(value)
+    shown = repr(_masked(value, meta))
     if len(shown) > 80:  # a 1 MB value must not make a 1 MB message
         shown = f"{shown[:60]}... ({len(shown)} characters)"
     return shown

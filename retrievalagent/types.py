@@ -30,7 +30,9 @@ class Grade(BaseModel):
     """The grader's structured verdict on an answer (what ``final_grade`` asks the model for)."""
 
     sufficient: bool = Field(
-        description="True if the answer is supported by the passages and answers the question."
+        description=(
+            "True if the passages the answer cites support it and it answers the question."
+        )
     )
     confidence: float = Field(
         ge=0.0,
@@ -42,7 +44,9 @@ class Grade(BaseModel):
         description=(
             "True only if this turn revealed something worth remembering for this user: a "
             "search fact (a word the user typed that the documents call something else) or a "
-            "preference the user stated about how to answer them."
+            "preference the user stated about how to answer them. Not for trivial substring "
+            "matches or facts about a single document; a request about this one question "
+            "only is not a preference; never identity, secrets or personal details."
         ),
     )
     memory_kind: Literal["search_fact", "preference"] = Field(
@@ -117,7 +121,9 @@ class AgentResult(dict):  # type: ignore[type-arg]
 
     ``result.answer``, ``result.sources``, ``result.trace``, ``result.memory_context``,
     ``result.memory_fact``, ``result.messages``, ``result.documents`` ... and
-    ``result["answer"]`` are the same thing.
+    ``result["answer"]`` are the same thing. ``result.usage`` is what the turn's model
+    calls cost, per role (``answer``, ``grade``, ``rewrite``, ``title``) and in ``total``:
+    ``calls``, ``input_tokens``, ``output_tokens``, ``ms``, ``estimated``.
     """
 
     __slots__ = ()

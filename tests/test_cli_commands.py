@@ -174,3 +174,36 @@ def test_memory_list_and_forget_show_and_erase_what_is_remembered(
             assert "nothing is remembered" in empty.stdout
     refused = runner.invoke(app, ["memory", "list", "bob", "-c", "notes", "--store", "sqlite:///x"])
     assert refused.exit_code == 1 and "postgresql://" in refused.stderr
+
+
+def test_delete_refuses_an_empty_path_and_mirrors_folders_on_ingest(
+    runner: CliRunner, notes: Path
+) -> None:
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0
+    for bad in ("", "/"):
+        refused = invoke(runner, "delete", bad)
+        assert refused.exit_code == 1 and "error:" in refused.stderr
+    listed = invoke(runner, "sources").stdout
+    assert "errors.md" in listed and "snapshots.md" in listed  # nothing was deleted
+    (notes / "errors.md").unlink()
+    mirrored = invoke(runner, "ingest", str(notes))
+    assert "removed (no longer in the folder)" in mirrored.stderr and "1 removed" in mirrored.stdout
+    assert "errors.md" not in invoke(runner, "sources").stdout
+    gone = invoke(runner, "delete", str(notes))
+    assert gone.exit_code == 0 and "of 1 source(s)" in gone.stdout
+    assert invoke(runner, "delete", str(notes)).exit_code == 1  # nothing left to delete
+
+
+def test_a_damaged_index_is_one_line_and_rebuild_recovers(runner: CliRunner, notes: Path) -> None:
+    import os
+
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0
+    index = Path(os.environ["RAG_DATA_DIR"]) / "docs" / "index"
+    for path in index.rglob("*"):
+        if path.name == "status.dat":  # truncated: the engine panics reading it
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    broken = invoke(runner, "ask", "How often are snapshots taken?")
+    assert broken.exit_code == 1 and "--rebuild" in broken.stderr
+    assert len(broken.stderr.strip().splitlines()) <= 3 and "Traceback" not in broken.stderr
+    rebuilt = invoke(runner, "ingest", str(notes), "--rebuild")
+    assert rebuilt.exit_code == 0 and "2 new" in rebuilt.stdout

@@ -59,6 +59,7 @@ def build(make_agent: Callable[..., Any]) -> Callable[..., Any]:
     def factory(checkpointer: Any, collection: str = "conv", **kwargs: Any) -> Any:
         # Qdrant local mode in memory: a real engine that opens and closes instantly
         kwargs.setdefault("qdrant_client", QdrantClient(":memory:"))
+        kwargs.setdefault("thread_title", "llm")  # these tests count the title call
         rag = make_agent(collection, checkpointer=checkpointer, **kwargs)
         rag.add_documents(SMALL_DOCS)
         return rag

@@ -137,7 +137,8 @@ def scripted_llm(request: Any) -> Any:
     """What the stand-in for the hosted model says: plausible, deterministic replies.
 
     * the agent's grade (structured output with the ``Grade`` fields): sufficient; when the
-      user wrote "backup copy", also a search fact worth storing, as a real model would;
+      user wrote "backup copy", also a search fact worth storing, as a real model would
+      (inline grading's schema adds an ``answer`` field: a fixed cited sentence);
     * mem0's fact extraction (JSON): the hint the agent sent it;
     * anything else: the default (an echo of the question, or a minimal valid JSON value).
     """
@@ -147,7 +148,9 @@ def scripted_llm(request: Any) -> Any:
     if "memory_worth_storing" in (schema.get("properties") or {}):
         question = " ".join(request.texts("user")).lower()
         learned = "backup copy" in question
+        answer = {"answer": "The passages say so [1]."} if "answer" in schema["properties"] else {}
         return {
+            **answer,
             "sufficient": True,
             "confidence": 0.9,
             "memory_worth_storing": learned,

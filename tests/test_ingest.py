@@ -125,34 +125,6 @@ def test_embedded_index_persists_across_agents(minilm, tmp_path: Path, docs: Pat
         assert rag.add_documents(docs / "faq.md").added_chunks == 0
 
 
-def test_interrupted_replacement_is_finished_by_the_next_ingest(make_agent, docs: Path) -> None:
-    rag = make_agent()
-    faq = docs / "faq.md"
-    rag.add_documents(faq)
-    old = rag.count()
-    faq.write_text(faq.read_text().replace("Frequently", "Often"))
-    # simulate a crash after the new chunks were written but before the old ones were removed
-    from retrievalagent.ingest import expand_inputs
-
-    ingestor = rag._ingestor
-    pending, _ = ingestor._plan(expand_inputs(faq), type(rag.add_documents(docs / "overview.md"))())
-    texts = [p.chunk.indexed_text for p in pending]
-    rag.index.upsert(
-        [p.id for p in pending],
-        minilm_vectors(rag, texts),
-        [rag._components.searcher.encoder.encode_document(t) for t in texts],
-        [ingestor._payload(p) for p in pending],
-    )
-    assert len(rag.index.source_hashes(faq.resolve().as_posix())) == 2
-    report = rag.add_documents(faq)
-    assert report.added_chunks == 0 and report.removed_chunks == old
-    assert len(rag.index.source_hashes(faq.resolve().as_posix())) == 1
-
-
-def minilm_vectors(rag, texts: list[str]) -> list[list[float]]:
-    return rag.embeddings.embed_documents(texts)
-
-
 def test_dimension_mismatch_is_refused(tmp_path: Path, minilm) -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 

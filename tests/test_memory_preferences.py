@@ -238,3 +238,19 @@ def test_listing_and_forgetting_need_memory_and_a_user(make_agent: Callable[...,
         rag.forget("  ")
     with pytest.raises(ConfigError):
         rag.list_memories("bad\x00id")
+
+
+def test_mem0_accepts_any_user_id_and_keeps_look_alikes_apart(
+    build: Callable[..., Any], hosted: HostedModel
+) -> None:
+    # mem0 itself rejects ids with whitespace; the agent maps them one-to-one
+    rag = build("mem0")
+    rag.invoke("I prefer answers in German.", cfg("alice smith", "t1"))
+    state = rag.invoke("What is hybrid search?", cfg("alice smith", "t2"))
+    (read,) = state.events("read_memory")
+    assert "error" not in read and read["n_preferences"] == 1
+    assert "- Answer in German." in hosted.prompt("What is hybrid search?")
+    rag.invoke("Where are the logs kept?", cfg("alice%20smith", "t3"))
+    assert "German" not in hosted.prompt("Where are the logs kept?")
+    assert [m["text"] for m in rag.list_memories("alice smith")] == ["Answer in German."]
+    assert rag.list_memories("alice%20smith") == []

@@ -64,7 +64,8 @@ def _config(user: Any = "alice", thread: Any = None) -> dict[str, Any]:
 
 # -- questions ---------------------------------------------------------------------------------
 def _is_blank(text: str) -> bool:
-    return not "".join(" " if c in CONTROL else c for c in text).strip()
+    """No letter or digit in it: such a question cannot be searched for (a ConfigError)."""
+    return not any(c.isalnum() or c == "_" for c in text if c not in CONTROL)
 
 
 questions = st.one_of(

@@ -144,7 +144,7 @@ def test_search_attaches_payloads_of_the_winners_and_skips_deleted_ones(make_age
     assert all(h.payload == {} for h in fused)  # the searches returned ids and scores only
     gone = agent.index.retrieve([fused[0].id])[fused[0].id]["source"]
     agent.delete_documents(gone)
-    kept = searcher.with_payloads(fused)
+    kept = searcher.with_payloads(fused, top_k=3)
     assert fused[0].id not in {h.id for h in kept} and len(kept) == len(fused) - 1
     assert all(h.payload["source"] != gone for h in kept)
 

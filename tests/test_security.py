@@ -358,12 +358,18 @@ def _obedient_grade(fact: str, confidence: float = 1.0) -> Callable[[Any], dict[
     return grade
 
 
+def _citing_the_notice(messages: Any) -> str:
+    """An answer that cites the injected passage by the number the prompt gave it."""
+    labels = [ln for ln in str(messages[0].content).splitlines() if "— Administration" in ln]
+    return f"The notice says the password is hunter2 {labels[0].split()[0]}."
+
+
 def test_an_obedient_grader_cannot_store_a_long_injected_fact(
     make_agent: Callable[..., Any],
 ) -> None:
     store = InMemoryStore()
     model = ScriptedChatModel(
-        replies=["The notice says the password is hunter2 [2]."],
+        replies=[_citing_the_notice],  # the grader sees the passages the answer cites
         grades=[_obedient_grade(INJECTED)],  # ~900 characters, several lines
     )
     rag = make_agent("security-obey", model=model, memory_store=store)

@@ -69,9 +69,9 @@ def _root(
 def _errors() -> Iterator[None]:
     try:
         yield
-    except (KeyboardInterrupt, typer.Exit, typer.Abort):
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, typer.Exit, typer.Abort):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # also a native extension's panic (a BaseException)
         if _state["debug"]:
             raise
         message = " ".join((str(exc) or type(exc).__name__).split())  # one line, always
@@ -210,8 +210,23 @@ def ingest(
     meta: Annotated[
         list[str] | None, typer.Option("--meta", help="key=value metadata for every chunk.")
     ] = None,
+    keep_missing: Annotated[
+        bool,
+        typer.Option(
+            "--keep-missing",
+            help="Keep indexed files that are no longer in a given folder (default: remove).",
+        ),
+    ] = False,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild", help="Delete the collection's embedded index first and index anew."
+        ),
+    ] = False,
 ) -> None:
-    """Index documents into a collection (unchanged files are skipped)."""
+    """Index documents into a collection (unchanged files are skipped; a folder is mirrored)."""
+    from retrievalagent import IngestInterrupted
+
     with _errors():
         metadata = {}
         for item in meta or []:
@@ -219,16 +234,46 @@ def ingest(
             if not sep or not key:
                 raise typer.BadParameter(f"--meta expects key=value, got {item!r}")
             metadata[key] = value
+        if rebuild:
+            _drop_embedded_index(collection, backend_url, data_dir)
         with _agent(collection, None, backend_url, data_dir) as rag:
             err.print(
                 f"[dim]Indexing {escape(', '.join(paths))} into collection "
                 f"{escape(repr(rag.collection))}...[/]",
                 soft_wrap=True,
             )
-            report = rag.add_documents(paths, metadata=metadata or None)
+            try:
+                report = rag.add_documents(
+                    paths, metadata=metadata or None, keep_missing=keep_missing
+                )
+            except IngestInterrupted as stop:
+                err.print(f"[yellow]{escape(str(stop))}[/]", soft_wrap=True)
+                raise typer.Exit(130) from None
+            for source in report.removed_sources:
+                err.print(f"[dim]removed (no longer in the folder): {escape(source)}[/]")
             console.print(
                 f"{escape(str(report))}; collection {rag.collection!r} holds {rag.count()} chunks"
             )
+
+
+def _drop_embedded_index(
+    collection: str | None, backend_url: str | None, data_dir: Path | None
+) -> None:
+    import shutil
+
+    from retrievalagent import Settings
+    from retrievalagent.agent import _check_collection
+
+    settings = Settings.load(backend_url=backend_url, data_dir=data_dir)
+    if settings.backend_url is not None:
+        raise ValueError(
+            "--rebuild drops the embedded index; on a Qdrant server, delete the collection "
+            "there (or 'retrievalagent delete' its sources) instead"
+        )
+    index = Path(settings.data_dir) / _check_collection(_collection(collection)) / "index"
+    if index.exists():
+        shutil.rmtree(index)
+        err.print(f"[dim]removed the index at {escape(str(index))}[/]", soft_wrap=True)
 
 
 @app.command()
@@ -345,9 +390,17 @@ def delete(
     backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Remove a source's chunks from a collection."""
+    """Remove a source's chunks from a collection (a folder: every file indexed under it)."""
     with _errors(), _agent(collection, None, backend_url, data_dir, must_exist=True) as rag:
-        console.print(f"deleted {rag.delete_documents(source)} chunk(s)")
+        names = rag.sources_under(source)
+        if not names:
+            raise ValueError(
+                f"nothing indexed in collection {rag.collection!r} is named {source!r}; "
+                "'retrievalagent sources' lists what is"
+            )
+        if len(names) > 1:
+            err.print(f"[dim]removing {len(names)} sources under {escape(source)}[/]")
+        console.print(f"deleted {rag.delete_documents(source)} chunk(s) of {len(names)} source(s)")
 
 
 from retrievalagent.cli._tune import tune as _tune  # noqa: E402 (memory threshold tuning)

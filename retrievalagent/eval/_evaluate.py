@@ -207,11 +207,28 @@ class _Evaluation:
             q: self.ranking(q, [h.id for h in getattr(self.candidates[q], which)]) for q in qids
         }
 
+    def fold(self, chunk_ids: Sequence[str]) -> list[str]:
+        """``chunk_ids`` less repeats of one passage (the same ``doc_hash`` and position,
+        i.e. identical files), as ``HybridSearcher.with_payloads`` folds them."""
+        seen: set[tuple[Any, Any]] = set()
+        out = []
+        for cid in chunk_ids:
+            payload = self.payloads.get(cid)
+            if payload is None:
+                continue
+            key = (payload.get("doc_hash"), payload.get("position"))
+            if key[0] is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
+            out.append(cid)
+        return out
+
     def head(self, setting: Setting, fuser: Fuser, qid: str) -> list[str]:
         """The chunk ids the agent retrieves with ``setting`` (all fused candidates)."""
         c = self.candidates[qid]
         k = setting.fetch_k
-        return [h.id for h in fuser(c.dense[:k], c.lexical[:k], c.coverage)]
+        return self.fold([h.id for h in fuser(c.dense[:k], c.lexical[:k], c.coverage)])
 
     def hybrid(
         self, setting: Setting, qids: Sequence[str], need: int = RUN_DEPTH
@@ -224,7 +241,7 @@ class _Evaluation:
             ranked = self.ranking(q, self.head(setting, fuser, q), need)
             if len(ranked) < need:
                 c = self.candidates[q]
-                tail = [h.id for h in fuser(c.dense, c.lexical, c.coverage)]
+                tail = self.fold([h.id for h in fuser(c.dense, c.lexical, c.coverage)])
                 ranked = first_occurrences([*ranked, *self.ranking(q, tail, DEPTH * 2)])[:need]
             run[q] = ranked
         return run
@@ -551,11 +568,13 @@ def _rerank(
     for q in tqdm(qids, desc="Reranking", unit="query", disable=not ev.show, leave=False):
         c = ev.candidates[q]
         fused = fuser(c.dense[: current.fetch_k], c.lexical[: current.fetch_k], c.coverage)
-        top = searcher.with_payloads(fused[:k])
+        top = searcher.with_payloads(fused, k)
         reordered, event = searcher.rerank(ev.test.queries[q], top)
         errors += "error" in event
         ms += event.get("ms", 0.0)
-        ids = [h.id for h in reordered] + [h.id for h in fused[k:]]
+        ranked = [h.id for h in reordered]
+        done = set(ranked)
+        ids = [*ranked, *(cid for cid in ev.fold([h.id for h in fused]) if cid not in done)]
         run[q] = first_occurrences([*ev.ranking(q, ids), *hybrid[q]])[:RUN_DEPTH]
     scores = ev.scores(run, qids)
     base = ev.scores(hybrid, qids)

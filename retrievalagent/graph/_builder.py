@@ -61,7 +61,7 @@ def build_graph(
 ) -> CompiledStateGraph:
     """The compiled graph for one agent."""
     graph = StateGraph(AgentState)
-    graph.add_node("prepare", _node(nodes.prepare, None, "prepare"))
+    graph.add_node("prepare", _node(nodes.prepare, nodes.aprepare, "prepare"))
     graph.add_node("read_memory", _node(nodes.read_memory, nodes.aread_memory, "read_memory"))
     graph.add_node("dense_search", _node(nodes.dense_search, nodes.adense_search, "dense_search"))
     graph.add_node(

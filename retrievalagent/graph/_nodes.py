@@ -48,8 +48,10 @@ from retrievalagent.memory._base import (
     user_id_from_config,
 )
 from retrievalagent.memory._keys import alias_key, fact_targets, mapping_alias, question_keys
-from retrievalagent.models._base import Answerer, AnswerRequest, Grader, Rewriter
+from retrievalagent.models._base import Answer, Answerer, AnswerRequest, Grader, Rewriter
+from retrievalagent.models._llm import LLMInlineAnswerer
 from retrievalagent.models._prompts import memory_context
+from retrievalagent.models._usage import Meter, metering, turn_usage
 from retrievalagent.persistence._titles import ThreadTitler, question_title
 from retrievalagent.retrieval._searcher import HybridSearcher, to_source
 from retrievalagent.retrieval._types import Hit
@@ -81,6 +83,13 @@ def _ms(start: float) -> float:
 def _error_event(node: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
     kind = "timeout" if isinstance(exc, TimeoutError | asyncio.TimeoutError) else type(exc).__name__
     return {"node": node, "error": str(exc) or kind, "error_type": kind, **extra}
+
+
+def _with_usage(event: dict[str, Any], meter: Meter) -> dict[str, Any]:
+    """Put the model calls a node made (tokens, time) into its trace event as ``usage``."""
+    if (usage := meter.event()) is not None:
+        event["usage"] = usage
+    return event
 
 
 def _one_line(text: str) -> str:
@@ -167,6 +176,7 @@ class Components:
     trace_log: TraceLog | None = None
     collection: str = ""
     titler: ThreadTitler | None = None  # names a new thread (LLM or the question)
+    inline: LLMInlineAnswerer | None = None  # grading="inline": answer + grade in one call
 
 
 class Nodes:
@@ -185,7 +195,19 @@ class Nodes:
     # -- prepare ---------------------------------------------------------------------
     def prepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """Start a turn: find the question, reset per-turn fields, name the thread."""
-        start = time.perf_counter()
+        start, question, update = time.perf_counter(), *self._question(state)
+        with metering() as meter:
+            title = state.get("title") or self._title(question, config)
+        return self._prepared(state, config, question, title, update, start, meter)
+
+    async def aprepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        """Async :meth:`prepare`: no thread hop before retrieval (the time to first token)."""
+        start, question, update = time.perf_counter(), *self._question(state)
+        with metering() as meter:
+            title = state.get("title") or await self._atitle(question, config)
+        return self._prepared(state, config, question, title, update, start, meter)
+
+    def _question(self, state: AgentState) -> tuple[str, dict[str, Any]]:
         messages = list(state.get("messages") or [])
         update: dict[str, Any] = {}
         if messages and isinstance(messages[-1], HumanMessage):
@@ -196,7 +218,18 @@ class Nodes:
                 raise ValueError("the input needs a non-empty 'question' or a final human message")
             question = clean_question(raw, self.s.max_question_chars)
             update["messages"] = [HumanMessage(question)]
-        title = state.get("title") or self._title(question, config)
+        return question, update
+
+    def _prepared(
+        self,
+        state: AgentState,
+        config: RunnableConfig,
+        question: str,
+        title: str,
+        update: dict[str, Any],
+        start: float,
+        meter: Meter,
+    ) -> dict[str, Any]:
         user_id = user_id_from_config(config)
         update.update(
             {
@@ -214,10 +247,14 @@ class Nodes:
                 "generated_by": "",
                 "llm_used": False,
                 "grade": {},
+                "inline_grade": {},
+                "usage": {},
                 "memory_fact": "",
                 "attempts": 0,
                 "tried_queries": [question],
-                "trace": Overwrite([{"node": "prepare", "user_id": user_id, "ms": _ms(start)}]),
+                "trace": Overwrite(
+                    [_with_usage({"node": "prepare", "user_id": user_id, "ms": _ms(start)}, meter)]
+                ),
             }
         )
         if "rewrite_history" not in state:
@@ -230,6 +267,12 @@ class Nodes:
         if self.c.titler is None or not thread_id:
             return question_title(question)
         return self.c.titler.title(question, config)
+
+    async def _atitle(self, question: str, config: RunnableConfig) -> str:
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        if self.c.titler is None or not thread_id:
+            return question_title(question)
+        return await self.c.titler.atitle(question, config)
 
     # -- read_memory -----------------------------------------------------------------
     def _recall_request(self, state: AgentState) -> RecallRequest:
@@ -420,7 +463,7 @@ class Nodes:
             self.s.memory_term_weight,
         )
         # Payloads of the winners only; a passage deleted since the search is left out.
-        hits = searcher.with_payloads(fused)
+        hits = searcher.with_payloads(fused, searcher.candidates_for(self.s.top_k))
         fuse_ms = _ms(start)
         # With a reranker, the first rerank_k fused passages are reordered before the cut.
         hits, rerank_event = searcher.rerank(state["question"], hits)
@@ -454,8 +497,16 @@ class Nodes:
             dense_scores=dense_scores,
         )
 
-    def _after_generate(self, request: AnswerRequest, answer: Any, start: float) -> dict[str, Any]:
-        if not self.c.answerer.streams_tokens:
+    def _after_generate(
+        self,
+        request: AnswerRequest,
+        answer: Any,
+        start: float,
+        meter: Meter,
+        inline: tuple[Grade | None, BaseException | None] | None = None,
+    ) -> dict[str, Any]:
+        streamed = self.c.answerer.streams_tokens and inline is None
+        if not streamed:
             self._stream_text(answer.text)
         event = {
             "node": "generate",
@@ -466,12 +517,21 @@ class Nodes:
             "search_hints": bool(request.memory_context),
             "ms": _ms(start),
         }
-        return {
+        update: dict[str, Any] = {
             "answer": answer.text,
             "generated_by": answer.generated_by,
             "llm_used": answer.llm,
-            "trace": [event],
+            "inline_grade": {},
         }
+        if inline is not None:
+            grade, error = inline
+            event["grading"] = "inline"
+            if grade is not None:
+                update["inline_grade"] = grade.model_dump()
+            if error is not None:  # the inline reply was unusable: answered the plain way
+                event.update(_error_event("generate", error, fallback="separate"))
+        update["trace"] = [_with_usage(event, meter)]
+        return update
 
     @staticmethod
     def _stream_text(text: str) -> None:
@@ -484,17 +544,57 @@ class Nodes:
         for i, word in enumerate(words):
             writer({"token": word + (" " if i < len(words) - 1 else "")})
 
+    @staticmethod
+    def _inline_failed(exc: Exception) -> Exception:
+        """An inline reply that does not parse or validate: the turn answers the plain way
+        (and the grade node grades it); an unreachable model fails the turn."""
+        if isinstance(exc, ModelError):
+            raise exc
+        logger.warning(
+            "inline answer+grade reply unusable, answering separately: %s: %s",
+            type(exc).__name__,
+            exc,
+        )
+        return exc
+
     def generate(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state)
-        return self._after_generate(request, self.c.answerer.answer(request, config), start)
+        with metering() as meter:
+            inline: tuple[Grade | None, BaseException | None] | None = None
+            answer: Answer | None = None
+            if self.c.inline is not None:
+                try:
+                    answer, grade = self.c.inline.answer_and_grade(request, config)
+                    inline = (grade, None)
+                except Exception as exc:
+                    inline = (None, self._inline_failed(exc))
+            if answer is None:
+                answer = self.c.answerer.answer(request, config)
+        return self._after_generate(request, answer, start, meter, inline)
 
     async def agenerate(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state)
-        return self._after_generate(request, await self.c.answerer.aanswer(request, config), start)
+        with metering() as meter:
+            inline: tuple[Grade | None, BaseException | None] | None = None
+            answer: Answer | None = None
+            if self.c.inline is not None:
+                try:
+                    answer, grade = await self.c.inline.aanswer_and_grade(request, config)
+                    inline = (grade, None)
+                except Exception as exc:
+                    inline = (None, self._inline_failed(exc))
+            if answer is None:
+                answer = await self.c.answerer.aanswer(request, config)
+        return self._after_generate(request, answer, start, meter, inline)
 
     # -- final_grade -----------------------------------------------------------------------
     def _after_grade(
-        self, state: AgentState, grade: Grade, start: float, error: BaseException | None
+        self,
+        state: AgentState,
+        grade: Grade,
+        start: float,
+        error: BaseException | None,
+        meter: Meter | None = None,
     ) -> dict[str, Any]:
         threshold = self.s.memory_storage_threshold
         fact = _one_line(grade.memory_fact)
@@ -521,6 +621,10 @@ class Nodes:
             event["memory_fact_rejected"] = f"longer than {MAX_FACT_CHARS} characters"
         if error is not None:
             event.update(_error_event("final_grade", error, fallback="conservative"))
+        if meter is None:
+            event["grading"] = "inline"  # graded by the generate call: no call here
+        else:
+            _with_usage(event, meter)
         update: dict[str, Any] = {
             "grade": grade.model_dump(),
             "trace": [event],
@@ -544,21 +648,33 @@ class Nodes:
         )
         return CONSERVATIVE_GRADE, exc
 
+    def _inline_grade(self, state: AgentState, start: float) -> dict[str, Any] | None:
+        """The update for a grade the generate call already returned (inline grading)."""
+        if not (fields := state.get("inline_grade")):
+            return None
+        return self._after_grade(state, Grade.model_validate(fields), start, None)
+
     def final_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
-        try:
-            grade, error = self.c.grader.grade(request, config), None
-        except Exception as exc:
-            grade, error = self._unusable_grade(exc)
-        return self._after_grade(state, grade, start, error)
+        if (inline := self._inline_grade(state, start)) is not None:
+            return inline
+        with metering() as meter:
+            try:
+                grade, error = self.c.grader.grade(request, config), None
+            except Exception as exc:
+                grade, error = self._unusable_grade(exc)
+        return self._after_grade(state, grade, start, error, meter)
 
     async def afinal_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
-        try:
-            grade, error = await self.c.grader.agrade(request, config), None
-        except Exception as exc:
-            grade, error = self._unusable_grade(exc)
-        return self._after_grade(state, grade, start, error)
+        if (inline := self._inline_grade(state, start)) is not None:
+            return inline
+        with metering() as meter:
+            try:
+                grade, error = await self.c.grader.agrade(request, config), None
+            except Exception as exc:
+                grade, error = self._unusable_grade(exc)
+        return self._after_grade(state, grade, start, error, meter)
 
     def after_grade(self, state: AgentState) -> str:
         """Route: another retrieval with a rewritten query, or finish."""
@@ -573,14 +689,22 @@ class Nodes:
         return tried_queries(state.get("tried_queries"), state.get("rewrite_history"))
 
     def _after_rewrite(
-        self, state: AgentState, query: str | None, start: float, error: BaseException | None = None
+        self,
+        state: AgentState,
+        query: str | None,
+        start: float,
+        meter: Meter,
+        error: BaseException | None = None,
     ) -> dict[str, Any]:
-        event: dict[str, Any] = {
-            "node": "rewrite",
-            "query": query,
-            "ms": _ms(start),
-            "attempt": state.get("attempts", 0) + 1,
-        }
+        event: dict[str, Any] = _with_usage(
+            {
+                "node": "rewrite",
+                "query": query,
+                "ms": _ms(start),
+                "attempt": state.get("attempts", 0) + 1,
+            },
+            meter,
+        )
         if error is not None:
             event.update(_error_event("rewrite", error))
         if query and is_repeat(query, self._tried(state)):  # never run a tried query again
@@ -598,23 +722,25 @@ class Nodes:
 
     def rewrite(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
-        try:
-            query = self.c.rewriter.rewrite(request, self._tried(state), config)
-        except ModelError:  # the model is unreachable: fail the turn, as generate does
-            raise
-        except Exception as exc:
-            return self._after_rewrite(state, None, start, exc)
-        return self._after_rewrite(state, query, start)
+        with metering() as meter:
+            try:
+                query = self.c.rewriter.rewrite(request, self._tried(state), config)
+            except ModelError:  # the model is unreachable: fail the turn, as generate does
+                raise
+            except Exception as exc:
+                return self._after_rewrite(state, None, start, meter, exc)
+        return self._after_rewrite(state, query, start, meter)
 
     async def arewrite(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
-        try:
-            query = await self.c.rewriter.arewrite(request, self._tried(state), config)
-        except ModelError:
-            raise
-        except Exception as exc:
-            return self._after_rewrite(state, None, start, exc)
-        return self._after_rewrite(state, query, start)
+        with metering() as meter:
+            try:
+                query = await self.c.rewriter.arewrite(request, self._tried(state), config)
+            except ModelError:
+                raise
+            except Exception as exc:
+                return self._after_rewrite(state, None, start, meter, exc)
+        return self._after_rewrite(state, query, start, meter)
 
     def after_rewrite(self, state: AgentState) -> Sequence[str]:
         last = (state.get("trace") or [{}])[-1]
@@ -640,6 +766,7 @@ class Nodes:
         update: dict[str, Any] = {
             "messages": [reply, *fifo_removals([*messages, reply], self.s.max_thread_messages)],
             "trace": [event],
+            "usage": turn_usage([*(state.get("trace") or []), event]),
         }
         if self.c.trace_log is not None:
             configurable = (config or {}).get("configurable") or {}

@@ -41,6 +41,8 @@ class AgentState(TypedDict, total=False):
     generated_by: str
     llm_used: bool
     grade: dict[str, Any]
+    inline_grade: dict[str, Any]  # grading="inline": the grade the answer call returned
+    usage: dict[str, Any]  # the turn's model calls per role and in total (see turn_usage)
     memory_fact: str
     attempts: int
     tried_queries: list[str]

@@ -1,18 +1,26 @@
-"""Ingestion: reading inputs, heading-aware chunking, and idempotent indexing."""
+"""Ingestion: reading inputs, heading-aware chunking, and crash-consistent indexing."""
 
 from retrievalagent.ingest._chunking import Chunk, Section, chunk_sections, split_sections
-from retrievalagent.ingest._loaders import SUFFIXES, SourceDoc, expand_inputs, source_key
-from retrievalagent.ingest._pipeline import Ingestor, IngestReport
+from retrievalagent.ingest._loaders import (
+    SUFFIXES,
+    SourceDoc,
+    expand_inputs,
+    folder_prefixes,
+    source_key,
+)
+from retrievalagent.ingest._pipeline import IngestInterrupted, Ingestor, IngestReport
 
 __all__ = [
     "SUFFIXES",
     "Chunk",
+    "IngestInterrupted",
     "IngestReport",
     "Ingestor",
     "Section",
     "SourceDoc",
     "chunk_sections",
     "expand_inputs",
+    "folder_prefixes",
     "source_key",
     "split_sections",
 ]

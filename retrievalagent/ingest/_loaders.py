@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -28,7 +29,9 @@ from langchain_core.documents import Document
 from retrievalagent.errors import IngestError
 from retrievalagent.ingest._chunking import Section, html_to_sections, split_sections
 
-__all__ = ["SUFFIXES", "SourceDoc", "expand_inputs", "source_key"]
+__all__ = ["SUFFIXES", "SourceDoc", "decode_text", "expand_inputs", "folder_prefixes", "source_key"]
+
+logger = logging.getLogger(__name__)
 
 SUFFIXES = {
     ".md": "markdown",
@@ -85,7 +88,8 @@ def source_key(path: Path) -> str:
 
 def _looks_like_path(text: str) -> bool:
     # No path can hold a NUL byte: such a string is text, whatever it starts with.
-    if "\n" in text or "\x00" in text or len(text) > 1024 or not text.strip():
+    # No length limit: a long one-line path that does not exist is an error, not text.
+    if "\n" in text or "\x00" in text or not text.strip():
         return False
     stripped = text.strip()
     if stripped.startswith(("./", "../", "/", "~", ".\\")) and " " not in stripped[:3]:
@@ -117,11 +121,39 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
             raise IngestError(
                 f"cannot ingest {path}: it looks like a binary file (NUL bytes), not {kind} text"
             )
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = raw.decode("latin-1")
+        text = decode_text(raw, path)
     return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
+
+
+_NOT_UTF8 = re.compile(r"[\udc80-\udcff]")
+
+
+def decode_text(raw: bytes, path: Path | str) -> str:
+    """``raw`` as UTF-8, line by line where it is not: a line with no valid UTF-8 beyond
+    ASCII is read as Latin-1 (a legacy encoding), stray bytes in an otherwise UTF-8 line
+    become U+FFFD. A warning names the file and counts the bytes that were not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    lines, latin, replaced = [], 0, 0
+    for line in raw.splitlines(keepends=True):
+        text = line.decode("utf-8", errors="surrogateescape")
+        bad = len(_NOT_UTF8.findall(text))
+        if not bad:
+            lines.append(text)
+        elif bad == sum(1 for b in line if b >= 0x80):  # no valid multi-byte characters
+            lines.append(line.decode("latin-1"))
+            latin += bad
+        else:
+            lines.append(_NOT_UTF8.sub("\ufffd", text))
+            replaced += bad
+    how = [f"{latin} read as Latin-1"] if latin else []
+    how += [f"{replaced} replaced by U+FFFD"] if replaced else []
+    logger.warning(
+        "%s is not valid UTF-8: %d byte(s) are not (%s)", path, latin + replaced, ", ".join(how)
+    )
+    return "".join(lines)
 
 
 def _walk(folder: Path) -> Iterator[Path]:
@@ -187,6 +219,27 @@ def _from_text(text: str, metadata: Mapping[str, Any]) -> SourceDoc:
     text = _SURROGATE.sub("\ufffd", text)  # unpaired surrogates: no encoder takes them
     source = str(metadata.get("source") or f"text:{_digest(text)}")
     return SourceDoc(source, "markdown", text, dict(metadata))
+
+
+def folder_prefixes(items: Any) -> list[str]:
+    """The folders among ``items`` as source prefixes (``/abs/folder/``): the parts of the
+    collection an ingest of ``items`` mirrors."""
+    if isinstance(items, str | os.PathLike):
+        items = [items]
+    if not isinstance(items, Iterable) or isinstance(items, bytes | bytearray | Mapping):
+        return []
+    prefixes = []
+    for item in items:
+        if isinstance(item, str) and not (_looks_like_path(item) or _exists(item)):
+            continue
+        if isinstance(item, str | os.PathLike):
+            try:
+                path = Path(str(item).strip() if isinstance(item, str) else item).expanduser()
+                if path.is_dir():
+                    prefixes.append(source_key(path).rstrip("/") + "/")
+            except (OSError, ValueError, RuntimeError):
+                continue
+    return prefixes
 
 
 def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list[SourceDoc]:

@@ -1,9 +1,15 @@
-"""Idempotent ingestion: chunk, embed in batches, upsert, then retire replaced chunks.
+"""Crash-consistent ingestion: chunk, embed in batches, stage, then commit per source.
 
-A source whose content hash is already indexed (and nothing else is stored for it) is
-skipped. A changed source gets its new chunks written *before* its old ones are deleted,
-so an interrupted ingest can leave a duplicate but never loses a document; the next run
-sees the mixed state and finishes the replacement.
+A source's new chunks are written *staged* (hidden from every search, count and listing)
+and made visible by one commit once all of them are in; the commit deletes the source's
+other versions first. Killed at any moment, a source is therefore fully old, fully new or
+absent -- never partial or doubled -- and the next run sees what is missing: a visible
+version is always complete, so "unchanged" is just "the visible version has this hash",
+and staged chunks left by a cut run are reused instead of embedded again. (The chunk
+count is checked too, which repairs files left partial by versions before staging.)
+
+Re-ingesting a folder mirrors it: sources under that folder that are no longer in it are
+removed after the rest is committed (``keep_missing=True`` keeps them).
 """
 
 from __future__ import annotations
@@ -19,14 +25,13 @@ from langchain_core.embeddings import Embeddings
 
 from retrievalagent.ingest._chunking import Chunk, chunk_sections
 from retrievalagent.ingest._loaders import SourceDoc
-from retrievalagent.retrieval._index import VectorIndex
+from retrievalagent.retrieval._index import STAGED, STAGED_MARK, VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.retrieval._types import Condition
 
-__all__ = ["IngestReport", "Ingestor"]
+__all__ = ["IngestInterrupted", "IngestReport", "Ingestor"]
 
 _NAMESPACE = uuid.UUID("6f3b1c52-9a0e-4f7e-9d55-1f6a0c2b7e41")
-_WINDOW = 512  # chunks embedded and upserted together
 
 
 @dataclass
@@ -40,14 +45,35 @@ class IngestReport:
     replaced_sources: int = 0
     removed_chunks: int = 0
     empty_sources: list[str] = field(default_factory=list)
+    #: Sources removed because their file is no longer in a re-ingested folder.
+    removed_sources: list[str] = field(default_factory=list)
+    #: Sources whose new version is committed (all of them when the call returns).
+    finished_sources: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def __str__(self) -> str:
+        gone = f", {len(self.removed_sources)} removed" if self.removed_sources else ""
+        empty = f", {len(self.empty_sources)} empty" if self.empty_sources else ""
         return (
             f"{self.sources} source(s): {self.new_sources} new, {self.replaced_sources} changed, "
-            f"{self.unchanged_sources} unchanged; {self.added_chunks} chunk(s) added, "
-            f"{self.removed_chunks} removed in {self.seconds:.1f}s"
+            f"{self.unchanged_sources} unchanged{empty}{gone}; {self.added_chunks} chunk(s) "
+            f"added, {self.removed_chunks} removed in {self.seconds:.1f}s"
         )
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest; ``report`` says which sources were finished.
+
+    Every other source is as it was before the run (or absent, if it was being replaced
+    when the run was cut); running the same ingest again finishes the rest.
+    """
+
+    def __init__(self, report: IngestReport) -> None:
+        super().__init__(
+            f"interrupted: {len(report.finished_sources)} of {report.sources} source(s) "
+            "finished; run the same ingest again to finish the rest"
+        )
+        self.report = report
 
 
 def chunk_id(source: str, doc_hash: str, position: int) -> str:
@@ -62,6 +88,13 @@ class _Pending:
     doc_hash: str
 
 
+@dataclass
+class _Plan:
+    pending: list[_Pending] = field(default_factory=list)  # chunks to embed and stage
+    waiting: dict[str, int] = field(default_factory=dict)  # source -> chunks still to write
+    hashes: dict[str, str] = field(default_factory=dict)  # source -> version to commit
+
+
 class Ingestor:
     """Writes source documents into ``index``."""
 
@@ -72,7 +105,9 @@ class Ingestor:
         encoder: LexicalEncoder,
         chunk_size: int,
         chunk_overlap: int,
+        window: int = 512,
     ) -> None:
+        self.window = window  # chunks embedded and upserted together
         self.index = index
         self.embeddings = embeddings
         self.encoder = encoder
@@ -83,33 +118,43 @@ class Ingestor:
     def chunking(self) -> str:
         return f"v1:{self.chunk_size}:{self.chunk_overlap}"
 
-    def _plan(
-        self, docs: Sequence[SourceDoc], report: IngestReport
-    ) -> tuple[list[_Pending], dict[str, str]]:
-        pending: list[_Pending] = []
-        replace: dict[str, str] = {}  # source -> hash to keep
+    def _plan(self, docs: Sequence[SourceDoc], report: IngestReport) -> _Plan:
+        plan = _Plan()
         for doc in docs:
             doc_hash = doc.content_hash(self.chunking)
-            stored = self.index.source_hashes(doc.source)
-            if stored and set(stored) == {doc_hash}:
-                report.unchanged_sources += 1
-                continue
+            visible = self.index.source_hashes(doc.source)
+            staged = self.index.source_hashes(doc.source, staged=True)
             chunks = chunk_sections(doc.sections(), self.chunk_size, self.chunk_overlap)
-            if not chunks:
+            # A committed version is complete, but an index written before commits existed
+            # may hold part of a file under its current hash: the count tells them apart.
+            if visible.get(doc_hash) == len(chunks) and chunks:
+                report.unchanged_sources += 1
+                if len(visible) > 1 or staged:  # leftovers of a cut run: drop them
+                    plan.hashes[doc.source] = doc_hash
+                    plan.waiting[doc.source] = 0
+                continue
+            if not chunks:  # nothing to index: an empty file replaces what was there
                 report.empty_sources.append(doc.source)
-            if stored:
+                if visible or staged:
+                    report.removed_chunks += self.index.delete(
+                        [Condition("source", "match", doc.source)]
+                    )
+                continue
+            if visible:
                 report.replaced_sources += 1
-                replace[doc.source] = doc_hash
             else:
                 report.new_sources += 1
-            present = stored.get(doc_hash, 0) == len(chunks)
-            if present:  # a finished write whose old chunks were never removed
-                continue
-            pending.extend(
+            items = [
                 _Pending(chunk_id(doc.source, doc_hash, c.position), c, doc, doc_hash)
                 for c in chunks
-            )
-        return pending, replace
+            ]
+            if staged.get(doc_hash):  # a cut run staged some of them: write only the rest
+                done = self.index.retrieve([p.id for p in items])
+                items = [p for p in items if p.id not in done]
+            plan.pending.extend(items)
+            plan.hashes[doc.source] = doc_hash
+            plan.waiting[doc.source] = len(items)
+        return plan
 
     def _payload(self, item: _Pending) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -119,27 +164,57 @@ class Ingestor:
             "headings": item.chunk.headings,
             "doc_hash": item.doc_hash,
             "metadata": item.doc.metadata,
+            STAGED: STAGED_MARK,
         }
         if item.doc.title:
             payload["title"] = item.doc.title
         return payload
 
     def _windows(self, pending: list[_Pending]) -> Iterator[list[_Pending]]:
-        for start in range(0, len(pending), _WINDOW):
-            yield pending[start : start + _WINDOW]
+        for start in range(0, len(pending), self.window):
+            yield pending[start : start + self.window]
 
-    def ingest(self, docs: Sequence[SourceDoc], progress: bool | None = None) -> IngestReport:
+    def _commit(self, source: str, plan: _Plan, report: IngestReport) -> None:
+        report.removed_chunks += self.index.commit(source, plan.hashes[source])
+        report.finished_sources.append(source)
+
+    def ingest(
+        self,
+        docs: Sequence[SourceDoc],
+        progress: bool | None = None,
+        mirror: Sequence[str] = (),
+    ) -> IngestReport:
+        """Index ``docs``; ``mirror`` lists folder prefixes (``/abs/dir/``) whose sources
+        not among ``docs`` are removed afterwards."""
         started = time.perf_counter()
         report = IngestReport(sources=len(docs))
-        pending, replace = self._plan(docs, report)
+        try:
+            self._run(docs, report, progress, mirror)
+        except KeyboardInterrupt:
+            report.seconds = time.perf_counter() - started
+            raise IngestInterrupted(report) from None
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _run(
+        self,
+        docs: Sequence[SourceDoc],
+        report: IngestReport,
+        progress: bool | None,
+        mirror: Sequence[str],
+    ) -> None:
+        plan = self._plan(docs, report)
+        for source, left in list(plan.waiting.items()):
+            if not left:
+                self._commit(source, plan, report)
         show = sys.stderr.isatty() if progress is None else progress
         bar = None
-        if show and pending:
+        if show and plan.pending:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(pending), unit="chunk", desc="Indexing", leave=False)
+            bar = tqdm(total=len(plan.pending), unit="chunk", desc="Indexing", leave=False)
         try:
-            for window in self._windows(pending):
+            for window in self._windows(plan.pending):
                 texts = [p.chunk.indexed_text for p in window]
                 dense = self.embeddings.embed_documents(texts)
                 sparse = [self.encoder.encode_document(t) for t in texts]
@@ -147,17 +222,28 @@ class Ingestor:
                     [p.id for p in window], dense, sparse, [self._payload(p) for p in window]
                 )
                 report.added_chunks += len(window)
+                for item in window:
+                    plan.waiting[item.doc.source] -= 1
+                    if plan.waiting[item.doc.source] == 0:
+                        self._commit(item.doc.source, plan, report)
                 if bar is not None:
                     bar.update(len(window))
         finally:
             if bar is not None:
                 bar.close()
-        for source, keep in replace.items():
-            report.removed_chunks += self.index.delete(
-                [Condition("source", "match", source)], keep_doc_hash=keep
-            )
+        if mirror:
+            self._prune(docs, mirror, report)
         optimize = getattr(self.index, "optimize", None)  # the embedded index compacts
         if optimize is not None and (report.added_chunks or report.removed_chunks):
             optimize()
-        report.seconds = time.perf_counter() - started
-        return report
+
+    def _prune(
+        self, docs: Sequence[SourceDoc], mirror: Sequence[str], report: IngestReport
+    ) -> None:
+        present = {doc.source for doc in docs}
+        visible = self.index.sources()
+        for source in sorted({*visible, *self.index.sources(staged=True)}):
+            if source not in present and source.startswith(tuple(mirror)):
+                report.removed_chunks += self.index.delete([Condition("source", "match", source)])
+                if source in visible:
+                    report.removed_sources.append(source)

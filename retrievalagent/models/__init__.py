@@ -12,7 +12,14 @@ from langchain_core.language_models import BaseChatModel
 
 from retrievalagent.errors import ConfigError
 from retrievalagent.models._base import Answer, Answerer, AnswerRequest, Grader, Rewriter
-from retrievalagent.models._llm import LLMAnswerer, LLMGrader, LLMRewriter, model_name
+from retrievalagent.models._llm import (
+    GradedAnswer,
+    LLMAnswerer,
+    LLMGrader,
+    LLMInlineAnswerer,
+    LLMRewriter,
+    model_name,
+)
 from retrievalagent.models._offline import (
     GENERATED_BY as OFFLINE_GENERATED_BY,
 )
@@ -24,6 +31,7 @@ from retrievalagent.models._offline import (
 )
 from retrievalagent.models._prompts import PREFERENCES_PREFIX, SEARCH_HINTS_PREFIX
 from retrievalagent.models._retry import RetryPolicy, is_transient
+from retrievalagent.models._usage import turn_usage
 
 __all__ = [
     "OFFLINE_GENERATED_BY",
@@ -35,9 +43,11 @@ __all__ = [
     "EvidenceGrader",
     "ExtractiveAnswerer",
     "FeedbackRewriter",
+    "GradedAnswer",
     "Grader",
     "LLMAnswerer",
     "LLMGrader",
+    "LLMInlineAnswerer",
     "LLMRewriter",
     "RetryPolicy",
     "Rewriter",
@@ -45,6 +55,7 @@ __all__ = [
     "is_transient",
     "model_name",
     "resolve_model",
+    "turn_usage",
 ]
 
 
@@ -59,11 +70,16 @@ def resolve_model(spec: BaseChatModel | str | None) -> BaseChatModel | None:
 
         try:
             model = init_chat_model(spec)
-            if "max_retries" in type(model).model_fields:
-                # The agent's RetryPolicy (RAG_MODEL_RETRIES) is the one retry policy: the
-                # client's own retries would multiply it.
-                with contextlib.suppress(Exception):
-                    model = init_chat_model(spec, max_retries=0)
+            fields = type(model).model_fields
+            # The agent's RetryPolicy (RAG_MODEL_RETRIES) is the one retry policy: the
+            # client's own retries would multiply it. Streamed answers report their token
+            # usage too (OpenAI-compatible clients leave that off for other base URLs).
+            retries = {"max_retries": 0} if "max_retries" in fields else {}
+            usage = {"stream_usage": True} if "stream_usage" in fields else {}
+            for options in ({**retries, **usage}, retries):
+                if options:
+                    with contextlib.suppress(Exception):
+                        return init_chat_model(spec, **options)
             return model
         except ImportError as exc:
             raise ConfigError(

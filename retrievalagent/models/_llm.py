@@ -1,34 +1,64 @@
 """LLM mode: answer, grade and rewrite with a LangChain chat model.
 
 Prompt building and reply parsing are shared by the sync and async paths; only the model
-call differs. The grade uses ``with_structured_output(Grade)``. Every model call goes
-through one :class:`~retrievalagent.models._retry.RetryPolicy` (bounded retries of
-transient errors, then ``ModelError``).
+call differs. The grade uses ``with_structured_output(Grade, include_raw=True)`` (the raw
+message carries the provider's token usage) and sees only the passages the answer cites.
+In inline grading, :class:`LLMInlineAnswerer` makes one structured call that returns the
+answer and its grade. Every model call goes through one
+:class:`~retrievalagent.models._retry.RetryPolicy` (bounded retries of transient errors,
+then ``ModelError``) and is recorded (tokens, wall time) in the meter of the node that made
+it (:mod:`retrievalagent.models._usage`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, Field, create_model
 
 from retrievalagent.models._base import Answer, AnswerRequest
 from retrievalagent.models._prompts import (
     ANSWER_SYSTEM,
     GRADE_HUMAN,
+    GRADE_PASSAGE_CHARS,
     GRADE_SYSTEM,
+    INLINE_SUFFIX,
+    NO_CITED_PASSAGES,
     REWRITE_HUMAN,
     REWRITE_SYSTEM,
+    cited_numbers,
     format_passages,
     search_hints,
 )
 from retrievalagent.models._retry import RetryPolicy
+from retrievalagent.models._usage import record
 from retrievalagent.types import Grade
 
-__all__ = ["LLMAnswerer", "LLMGrader", "LLMRewriter", "model_name"]
+__all__ = [
+    "GradedAnswer",
+    "LLMAnswerer",
+    "LLMGrader",
+    "LLMInlineAnswerer",
+    "LLMRewriter",
+    "model_name",
+]
+
+#: The inline grading schema: an ``answer`` field first (the model writes the answer, then
+#: judges it), then every field of :class:`Grade`, with the same descriptions.
+GradedAnswer: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "GradedAnswer",
+    __doc__="An answer to the question and its grade.",
+    answer=(
+        str,
+        Field(description="The answer, following the rules above (cite passages as [n])."),
+    ),
+    **{name: (f.annotation, f) for name, f in Grade.model_fields.items()},
+)
 
 
 def model_name(model: BaseChatModel) -> str:
@@ -64,59 +94,188 @@ class LLMAnswerer:
         return [SystemMessage(system), *request.history, HumanMessage(request.question)]
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        messages = self.messages(request)
+        messages, start = self.messages(request), time.perf_counter()
         reply = self.retry.call(
             lambda: self.model.invoke(messages, config), model=self.name, role="answer"
         )
+        record("answer", messages, reply, start)
         return Answer(_text(reply).strip(), self.generated_by, llm=True)
 
     async def aanswer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        messages = self.messages(request)
+        messages, start = self.messages(request), time.perf_counter()
         reply = await self.retry.acall(
             lambda: self.model.ainvoke(messages, config), model=self.name, role="answer"
         )
+        record("answer", messages, reply, start)
         return Answer(_text(reply).strip(), self.generated_by, llm=True)
 
 
-class LLMGrader:
-    """Structured grade from the model; see ``Grade`` for the fields it must fill."""
+def _raw(reply: Any) -> Any:
+    """The raw message of an ``include_raw`` reply (None when the model gave no such dict)."""
+    return reply.get("raw") if isinstance(reply, Mapping) and "raw" in reply else None
+
+
+def _dumped(reply: Any) -> str:
+    """A structured value as text, to estimate its tokens when there is no raw message."""
+    if isinstance(reply, BaseModel):
+        return reply.model_dump_json()
+    return "" if _raw(reply) is not None else str(reply)
+
+
+def _structured(reply: Any) -> tuple[Any, Any]:
+    """``(parsed, raw message)`` of a structured reply: the ``include_raw`` dict, or (from a
+    model that ignores ``include_raw``) the value itself with no raw message. A reply that
+    did not parse raises ``ValueError`` (the caller decides what a bad reply means)."""
+    if isinstance(reply, Mapping) and {"raw", "parsed"} <= set(reply):
+        error = reply.get("parsing_error")
+        if error is not None or reply.get("parsed") is None:
+            raise ValueError(f"the model's structured reply did not parse: {error}")
+        return reply["parsed"], reply["raw"]
+    return reply, None
+
+
+def _parse_as(value: Any, schema: type[BaseModel]) -> Any:
+    if isinstance(value, schema):
+        return value
+    if isinstance(value, BaseModel):
+        return schema.model_validate(value.model_dump())
+    if isinstance(value, dict):
+        return schema.model_validate(value)
+    raise TypeError(f"the model returned {type(value).__name__}, not a {schema.__name__}")
+
+
+def _nostream(config: RunnableConfig | None) -> RunnableConfig:
+    """A config whose tokens stay out of the answer's token stream (a JSON reply)."""
+    out = dict(config or {})
+    out["tags"] = [*(out.get("tags") or []), "nostream"]
+    return out  # type: ignore[return-value]
+
+
+class LLMInlineAnswerer:
+    """Inline grading: one structured call returns the answer and its grade.
+
+    One round trip and one prompt (the answer prompt plus one sentence) per attempt,
+    instead of two. Trade-off: the answer arrives whole when the call ends (a JSON reply
+    cannot be streamed as prose), so ``stream``/``astream`` show no token before then, and
+    the model judges its own answer in the same breath (a separate grade call is a second
+    look at it).
+    """
 
     def __init__(self, model: BaseChatModel, retry: RetryPolicy | None = None) -> None:
-        self.runnable = model.with_structured_output(Grade)
+        self.runnable = model.with_structured_output(GradedAnswer, include_raw=True)
+        self.name = model_name(model)
+        self.retry = retry or RetryPolicy()
+        self.generated_by = f"llm:{self.name}"
+
+    def messages(self, request: AnswerRequest) -> list[BaseMessage]:
+        system = (
+            search_hints(request.memory_context)
+            + ANSWER_SYSTEM.format(passages=format_passages(request.sources))
+            + INLINE_SUFFIX
+        )
+        return [SystemMessage(system), *request.history, HumanMessage(request.question)]
+
+    def _done(self, messages: list[BaseMessage], reply: Any, start: float) -> tuple[Answer, Grade]:
+        record("answer", messages, _raw(reply), start, fallback_output=_dumped(reply))
+        parsed, _ = _structured(reply)
+        fields = _parse_as(parsed, GradedAnswer).model_dump()
+        answer = str(fields.pop("answer") or "").strip()
+        return Answer(answer, self.generated_by, llm=True), Grade.model_validate(fields)
+
+    def answer_and_grade(
+        self, request: AnswerRequest, config: RunnableConfig | None = None
+    ) -> tuple[Answer, Grade]:
+        messages, start = self.messages(request), time.perf_counter()
+        try:
+            reply = self.retry.call(
+                lambda: self.runnable.invoke(messages, _nostream(config)),
+                model=self.name,
+                role="answer",
+            )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("answer", messages, None, start)
+            raise
+        return self._done(messages, reply, start)
+
+    async def aanswer_and_grade(
+        self, request: AnswerRequest, config: RunnableConfig | None = None
+    ) -> tuple[Answer, Grade]:
+        messages, start = self.messages(request), time.perf_counter()
+        try:
+            reply = await self.retry.acall(
+                lambda: self.runnable.ainvoke(messages, _nostream(config)),
+                model=self.name,
+                role="answer",
+            )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("answer", messages, None, start)
+            raise
+        return self._done(messages, reply, start)
+
+
+class LLMGrader:
+    """Structured grade from the model; see ``Grade`` for the fields it must fill.
+
+    The prompt holds the question, the answer and the passages the answer cites (with the
+    numbers the answer used, each cut to ``GRADE_PASSAGE_CHARS``): what the grade judges
+    by, without paying again for passages the answer did not use.
+    """
+
+    def __init__(self, model: BaseChatModel, retry: RetryPolicy | None = None) -> None:
+        self.runnable = model.with_structured_output(Grade, include_raw=True)
         self.name = model_name(model)
         self.retry = retry or RetryPolicy()
 
     def messages(self, request: AnswerRequest) -> list[BaseMessage]:
+        cited = cited_numbers(request.answer, len(request.sources))
+        passages = (
+            format_passages(request.sources, max_chars=GRADE_PASSAGE_CHARS, numbers=cited)
+            if cited
+            else NO_CITED_PASSAGES
+        )
         human = GRADE_HUMAN.format(
-            question=request.question,
-            passages=format_passages(request.sources, max_chars=800),
-            answer=request.answer,
+            question=request.question, passages=passages, answer=request.answer
         )
         return [SystemMessage(GRADE_SYSTEM), HumanMessage(human)]
 
     @staticmethod
     def parse(reply: Any) -> Grade:
-        if isinstance(reply, Grade):
-            return reply
-        if isinstance(reply, dict):
-            return Grade.model_validate(reply)
-        raise TypeError(f"the grader returned {type(reply).__name__}, not a Grade")
+        parsed, _ = _structured(reply)
+        if isinstance(parsed, Grade):
+            return parsed
+        if isinstance(parsed, dict):
+            return Grade.model_validate(parsed)
+        raise TypeError(f"the grader returned {type(parsed).__name__}, not a Grade")
+
+    def _done(self, messages: list[BaseMessage], reply: Any, start: float) -> Grade:
+        record("grade", messages, _raw(reply), start, fallback_output=_dumped(reply))
+        return self.parse(reply)
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        messages = self.messages(request)
-        return self.parse(
-            self.retry.call(
-                lambda: self.runnable.invoke(messages, config), model=self.name, role="grade"
+        messages, start = self.messages(request), time.perf_counter()
+        try:
+            reply = self.retry.call(
+                lambda: self.runnable.invoke(messages, _nostream(config)),
+                model=self.name,
+                role="grade",
             )
-        )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("grade", messages, None, start)
+            raise
+        return self._done(messages, reply, start)
 
     async def agrade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        messages = self.messages(request)
-        return self.parse(
-            await self.retry.acall(
-                lambda: self.runnable.ainvoke(messages, config), model=self.name, role="grade"
+        messages, start = self.messages(request), time.perf_counter()
+        try:
+            reply = await self.retry.acall(
+                lambda: self.runnable.ainvoke(messages, _nostream(config)),
+                model=self.name,
+                role="grade",
             )
-        )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("grade", messages, None, start)
+            raise
+        return self._done(messages, reply, start)
 
 
 class LLMRewriter:
@@ -144,17 +303,23 @@ class LLMRewriter:
     def rewrite(
         self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
     ) -> str | None:
-        messages = self.messages(request, tried)
+        messages, start = self.messages(request, tried), time.perf_counter()
         reply = self.retry.call(
-            lambda: self.model.invoke(messages, config), model=self.name, role="rewrite"
+            lambda: self.model.invoke(messages, _nostream(config)),
+            model=self.name,
+            role="rewrite",
         )
+        record("rewrite", messages, reply, start)
         return self.parse(reply, tried)
 
     async def arewrite(
         self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
     ) -> str | None:
-        messages = self.messages(request, tried)
+        messages, start = self.messages(request, tried), time.perf_counter()
         reply = await self.retry.acall(
-            lambda: self.model.ainvoke(messages, config), model=self.name, role="rewrite"
+            lambda: self.model.ainvoke(messages, _nostream(config)),
+            model=self.name,
+            role="rewrite",
         )
+        record("rewrite", messages, reply, start)
         return self.parse(reply, tried)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
     "ANSWER_SYSTEM",
+    "GRADE_HUMAN",
+    "GRADE_PASSAGE_CHARS",
     "GRADE_SYSTEM",
+    "INLINE_SUFFIX",
+    "NO_CITED_PASSAGES",
     "PREFERENCES_PREFIX",
     "REWRITE_SYSTEM",
     "SEARCH_HINTS_PREFIX",
+    "cited_numbers",
     "format_passages",
     "memory_context",
     "search_hints",
@@ -32,26 +38,16 @@ user's documents.
 Passages:
 {passages}"""
 
+# The grade's guidance lives in the Grade schema's field descriptions, which the provider
+# receives with every structured call anyway; the system prompt only frames the task, so
+# the guidance is not paid for twice (see docs/cost.md).
 GRADE_SYSTEM = """\
-You check an answer produced by a retrieval system and decide what, if anything, to \
-remember about this user for later turns.
+Judge an answer of a retrieval system against the passages it cites, and pick what, if \
+anything, to remember about this user. Each field's description says how."""
 
-Judge:
-- sufficient / confidence: is the answer supported by the passages, and does it answer the \
-question?
-- memory_worth_storing / memory_kind / memory_key / memory_confidence / memory_fact: \
-remember one of two kinds of thing, or nothing.
-  * search_fact: the question used a word or spelling that the documents express \
-differently (a synonym, alias, brand spelling, abbreviation, common typo, informal word for \
-a formal one) and the passages show the mapping. memory_key is the user's word exactly as \
-typed; memory_fact a short mapping, e.g. '"backup copy" is called "snapshot" in these \
-documents'. Not for trivial substring matches or facts about a single document.
-  * preference: the user stated how they want to be answered (language, length, format, \
-tone, how to address them). memory_key is its subject (language, length, format, tone, \
-address, or another one-word subject); memory_fact the instruction, e.g. 'Answer in \
-German.'. A request about this one question only is not a preference.
-  Store nothing else about the user (no identity, secrets or personal details)."""
-
+# The grade sees the passages the answer cites (numbered as the answer saw them, trimmed),
+# not every passage again. The "Question: ...\n\nPassages:" layout is relied on by tools
+# that read grade prompts (bench/memory/alias_bench.py).
 GRADE_HUMAN = """\
 Question: {question}
 
@@ -60,6 +56,15 @@ Passages:
 
 Answer:
 {answer}"""
+
+#: Longest cited passage the grade prompt shows (characters; cut at a word boundary).
+GRADE_PASSAGE_CHARS = 600
+NO_CITED_PASSAGES = "(the answer cites no passage)"
+
+# Appended to the answer prompt in inline grading (one structured call answers and grades).
+INLINE_SUFFIX = """
+
+Fill the JSON fields: the answer as above, then grade it as each field says."""
 
 REWRITE_SYSTEM = """\
 A search over the user's documents did not find enough to answer the question. Write one \
@@ -72,10 +77,35 @@ Queries already tried (do not repeat them):
 {tried}"""
 
 
-def format_passages(sources: Sequence[dict[str, Any]], max_chars: int = 1500) -> str:
-    """Passages numbered from 1, each with its source, heading path and text."""
+_CITATION = re.compile(r"\[(\d+(?:\s*[-–,;]\s*\d+)*)\]")
+
+
+def cited_numbers(answer: str, n_sources: int) -> list[int]:
+    """The passage numbers an answer cites (``[2]``, ``[1, 3]``, ``[1][4]``, ``[2-3]``), in
+    order of first citation, only those between 1 and ``n_sources``."""
+    found: list[int] = []
+    for group in _CITATION.findall(answer):
+        for part in re.split(r"\s*[,;]\s*", group):
+            ends = [int(x) for x in re.split(r"\s*[-–]\s*", part) if x]
+            if len(ends) == 2 and 0 < ends[1] - ends[0] < 50:  # a range, [2-4]
+                ends = list(range(ends[0], ends[1] + 1))
+            for number in ends:
+                if 1 <= number <= n_sources and number not in found:
+                    found.append(number)
+    return found
+
+
+def format_passages(
+    sources: Sequence[dict[str, Any]],
+    max_chars: int = 1500,
+    numbers: Sequence[int] | None = None,
+) -> str:
+    """Passages numbered from 1, each with its source, heading path and text; ``numbers``
+    keeps only those passages (with their numbers)."""
     blocks = []
     for number, src in enumerate(sources, 1):
+        if numbers is not None and number not in numbers:
+            continue
         heading = " > ".join(src.get("headings") or [])
         origin = src.get("source", "")
         label = f"[{number}] {origin}" + (f" — {heading}" if heading else "")

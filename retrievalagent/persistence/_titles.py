@@ -1,19 +1,24 @@
 """Thread titles: the first question, or a few words from the chat model.
 
-A title is made once, at a thread's first turn, and then kept in the thread's state. With a
-chat model it costs one short call; if that call fails or says nothing usable, the title is
-the question itself, cut to :data:`TITLE_CHARS` characters at a word boundary.
+A title is made once, at a thread's first turn, and then kept in the thread's state. By
+default it is the question itself, cut to :data:`TITLE_CHARS` characters at a word
+boundary: no model call. With ``thread_title="llm"`` it costs one short call, made before
+retrieval (its tokens and time show in the ``prepare`` trace event); if that call fails or
+says nothing usable, the title is the question.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+
+from retrievalagent.models._usage import record
 
 __all__ = ["TITLE_CHARS", "ThreadTitler", "question_title"]
 
@@ -78,8 +83,10 @@ class ThreadTitler:
     def title(self, question: str, config: RunnableConfig | None = None) -> str:
         if self.model is None:
             return question_title(question)
+        messages, start = self.messages(question), time.perf_counter()
         try:
-            reply = self.model.invoke(self.messages(question), self._config(config))
+            reply = self.model.invoke(messages, self._config(config))
+            record("title", messages, reply, start)
         except Exception as exc:
             logger.warning("title generation failed: %s: %s", type(exc).__name__, exc)
             return question_title(question)
@@ -88,8 +95,10 @@ class ThreadTitler:
     async def atitle(self, question: str, config: RunnableConfig | None = None) -> str:
         if self.model is None:
             return question_title(question)
+        messages, start = self.messages(question), time.perf_counter()
         try:
-            reply = await self.model.ainvoke(self.messages(question), self._config(config))
+            reply = await self.model.ainvoke(messages, self._config(config))
+            record("title", messages, reply, start)
         except Exception as exc:
             logger.warning("title generation failed: %s: %s", type(exc).__name__, exc)
             return question_title(question)

@@ -8,15 +8,19 @@ nothing above it knows which one is in use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
-__all__ = ["DENSE", "SPARSE", "VectorIndex"]
+__all__ = ["DENSE", "SPARSE", "STAGED", "STAGED_MARK", "VectorIndex"]
 
 DENSE = "dense"
 SPARSE = "bm25"
+#: Payload flag of chunks written but not yet committed: searches, counts and listings
+#: skip them, so a file's new version appears all at once (see ``ingest/_pipeline.py``).
+STAGED = "staged"
+STAGED_MARK = "yes"  # a keyword: the embedded engine does not match booleans
 
 
 @runtime_checkable
@@ -36,7 +40,8 @@ class VectorIndex(Protocol):
         sparse: Sequence[Sparse],
         payloads: Sequence[dict[str, Any]],
     ) -> None:
-        """Insert or replace chunks (same id = replace)."""
+        """Insert or replace chunks (same id = replace); a payload with ``STAGED: STAGED_MARK``
+        stays hidden until :meth:`commit`."""
 
     def dense_search(
         self, vector: Sequence[float], limit: int, conditions: Sequence[Condition] = ()
@@ -51,11 +56,19 @@ class VectorIndex(Protocol):
     def retrieve(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Payloads of the chunks with these ids (missing ids are left out)."""
 
+    def chunks(self, conditions: Sequence[Condition] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every visible chunk matching ``conditions``: its id and payload (in id order)."""
+
     def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
         """The term ids that occur in no chunk at all."""
 
-    def source_hashes(self, source: str) -> dict[str, int]:
-        """The ``doc_hash`` values stored for ``source`` and their chunk counts."""
+    def source_hashes(self, source: str, staged: bool = False) -> dict[str, int]:
+        """The ``doc_hash`` values of ``source``'s visible chunks (or of its staged ones)
+        and their chunk counts."""
+
+    def commit(self, source: str, doc_hash: str) -> int:
+        """Make ``source``'s staged ``doc_hash`` chunks visible, after deleting all its other
+        chunks; returns how many were deleted."""
 
     def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
         """Delete chunks matching ``conditions`` (except those with ``keep_doc_hash``)."""
@@ -63,8 +76,8 @@ class VectorIndex(Protocol):
     def count(self, conditions: Sequence[Condition] = ()) -> int:
         """Number of chunks matching ``conditions``."""
 
-    def sources(self) -> dict[str, int]:
-        """Every indexed source and its number of chunks."""
+    def sources(self, staged: bool = False) -> dict[str, int]:
+        """Every indexed source and its number of visible chunks (or of staged ones)."""
 
     def close(self) -> None:
         """Release files and connections."""

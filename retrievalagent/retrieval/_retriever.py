@@ -48,7 +48,7 @@ def to_document(hit: FusedHit | Mapping[str, Any]) -> Document:
         "dense_rank": source.get("dense_rank"),
         "lexical_rank": source.get("lexical_rank"),
     }
-    for key in ("fused_rank", "rerank_score"):
+    for key in ("fused_rank", "rerank_score", "also_in"):
         if key in source:
             fields[key] = source[key]
     metadata[RESERVED_KEY] = fields

@@ -130,6 +130,8 @@ def to_source(hit: FusedHit | Hit) -> dict[str, Any]:
         "position": payload.get("position"),
         "headings": list(payload.get("headings") or []),
     }
+    if payload.get("also_in"):  # the same text indexed under other names
+        source["also_in"] = list(payload["also_in"])
     if isinstance(hit, FusedHit):
         source["dense_rank"] = hit.dense_rank
         source["lexical_rank"] = hit.lexical_rank
@@ -265,21 +267,37 @@ class HybridSearcher:
         memory_terms: str = "",
         memory_weight: float = 1.0,
     ) -> list[FusedHit]:
-        """The ``top_k`` best of both lists (``query`` lets an adaptive fuser weigh them)."""
+        """The best of both lists (``query`` lets an adaptive fuser weigh them): ``top_k``
+        and as many spares, since :meth:`with_payloads` folds identical passages."""
         coverage = 1.0
         if query is not None and self.fuser.uses_coverage and lexical:
             coverage = self.coverage(query, memory_terms, memory_weight)
-        return self.fuser(dense, lexical, coverage)[:top_k]
+        return self.fuser(dense, lexical, coverage)[: 2 * top_k]
 
-    def with_payloads(self, fused: Sequence[FusedHit]) -> list[FusedHit]:
-        """``fused`` with their payloads; a passage deleted meanwhile is left out."""
-        payloads = self.index.retrieve([h.id for h in fused])
-        out = []
+    def with_payloads(self, fused: Sequence[FusedHit], top_k: int) -> list[FusedHit]:
+        """The ``top_k`` best of ``fused`` with their payloads; a passage deleted meanwhile
+        is left out, and the same text under several names (identical files) is kept once,
+        at its best rank, with the other names in ``also_in``."""
+        missing = [h.id for h in fused if not h.payload]
+        payloads = self.index.retrieve(missing) if missing else {}
+        out: list[FusedHit] = []
+        seen: dict[tuple[Any, Any], FusedHit] = {}
         for hit in fused:
-            if hit.id in payloads:
+            if not hit.payload:
+                if hit.id not in payloads:
+                    continue
                 hit.payload = payloads[hit.id]
-                out.append(hit)
-        return out
+            key = (hit.payload.get("doc_hash"), hit.payload.get("position"))
+            first = seen.get(key) if key[0] is not None else None
+            if first is not None:
+                if hit.payload.get("source") != first.payload.get("source"):
+                    also = first.payload.setdefault("also_in", [])
+                    if hit.payload.get("source") not in also:
+                        also.append(hit.payload.get("source"))
+                continue
+            seen[key] = hit
+            out.append(hit)
+        return out[:top_k]
 
     def search(
         self,
@@ -297,10 +315,10 @@ class HybridSearcher:
         t2 = time.perf_counter()
         lexical = self.lexical_hits(query, memory_terms, conditions)
         t3 = time.perf_counter()
-        fused = self.fuse(dense, lexical, self.candidates_for(top_k), query, memory_terms)
+        wanted = self.candidates_for(top_k)
+        fused = self.fuse(dense, lexical, wanted, query, memory_terms)
         t4 = time.perf_counter()
-        if self._ids_only:
-            fused = self.with_payloads(fused)
+        fused = self.with_payloads(fused, wanted)
         t5 = time.perf_counter()
         fused, event = self.rerank(query, fused)
         timings = {
@@ -327,9 +345,9 @@ class HybridSearcher:
             asyncio.to_thread(self.dense_hits, vector, conditions),
             asyncio.to_thread(self.lexical_hits, query, memory_terms, conditions),
         )
-        fused = self.fuse(dense, lexical, self.candidates_for(top_k), query, memory_terms)
-        if self._ids_only:
-            fused = await asyncio.to_thread(self.with_payloads, fused)
+        wanted = self.candidates_for(top_k)
+        fused = self.fuse(dense, lexical, wanted, query, memory_terms)
+        fused = await asyncio.to_thread(self.with_payloads, fused, wanted)
         if self.reranker is not None:
             fused, _ = await asyncio.to_thread(self.rerank, query, fused)
         return fused[:top_k]

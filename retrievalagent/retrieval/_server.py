@@ -7,14 +7,14 @@ laptop and one on a cluster answer the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
 from retrievalagent.errors import VectorIndexError
-from retrievalagent.retrieval._index import DENSE, SPARSE
+from retrievalagent.retrieval._index import DENSE, SPARSE, STAGED, STAGED_MARK
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
 __all__ = ["ServerIndex"]
@@ -44,6 +44,14 @@ def _to_filter(conditions: Sequence[Condition], must_not: Sequence[Condition] = 
         must=[_condition(c) for c in conditions] or None,
         must_not=[_condition(c) for c in must_not] or None,
     )
+
+
+_STAGED = Condition(STAGED, "match", STAGED_MARK)
+
+
+def _live(conditions: Sequence[Condition] = ()) -> Any:
+    """``conditions`` minus staged chunks (other processes may be staging at any time)."""
+    return _to_filter(conditions, [_STAGED])
 
 
 def _is_local_mode(client: QdrantClient) -> bool:
@@ -108,6 +116,9 @@ class ServerIndex:
                     self.client.create_payload_index(
                         self.collection, name, field_schema=models.PayloadSchemaType.KEYWORD
                     )
+                self.client.create_payload_index(
+                    self.collection, STAGED, field_schema=models.PayloadSchemaType.KEYWORD
+                )
         self._ready = True
 
     def close(self) -> None:
@@ -134,6 +145,16 @@ class ServerIndex:
         ]
         self.client.upsert(self.collection, points=points, wait=True)
 
+    def commit(self, source: str, doc_hash: str) -> int:
+        source_is = Condition("source", "match", source)
+        removed = self.delete([source_is], keep_doc_hash=doc_hash)
+        models = _models()
+        mine = _to_filter([source_is, Condition("doc_hash", "match", doc_hash), _STAGED])
+        self.client.delete_payload(
+            self.collection, keys=[STAGED], points=models.FilterSelector(filter=mine), wait=True
+        )
+        return removed
+
     def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
         keep = [Condition("doc_hash", "match", keep_doc_hash)] if keep_doc_hash else []
         flt = _to_filter(conditions, keep)
@@ -154,7 +175,7 @@ class ServerIndex:
             self.collection,
             query=list(map(float, vector)),
             using=DENSE,
-            query_filter=_to_filter(conditions),
+            query_filter=_live(conditions),
             limit=limit,
             with_payload=True,
         )
@@ -170,7 +191,7 @@ class ServerIndex:
             self.collection,
             query=models.SparseVector(indices=vector.indices, values=vector.values),
             using=SPARSE,
-            query_filter=_to_filter(conditions),
+            query_filter=_live(conditions),
             limit=limit,
             with_payload=True,
         )
@@ -182,6 +203,20 @@ class ServerIndex:
         records = self.client.retrieve(self.collection, ids=list(ids), with_payload=True)
         return {str(r.id): dict(r.payload or {}) for r in records}
 
+    def chunks(self, conditions: Sequence[Condition] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+        offset = None
+        while True:
+            records, offset = self.client.scroll(
+                self.collection,
+                scroll_filter=_live(conditions),
+                limit=1024,
+                offset=offset,
+                with_payload=True,
+            )
+            yield from ((str(r.id), dict(r.payload or {})) for r in records)
+            if offset is None:
+                return
+
     def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
         if not term_ids:
             return set()
@@ -190,6 +225,7 @@ class ServerIndex:
             models.QueryRequest(
                 query=models.SparseVector(indices=[t], values=[1.0]),
                 using=SPARSE,
+                filter=_live(),
                 limit=1,
                 with_payload=False,
             )
@@ -198,26 +234,31 @@ class ServerIndex:
         results = self.client.query_batch_points(self.collection, requests=requests)
         return {t for t, res in zip(term_ids, results, strict=True) if not res.points}
 
-    def source_hashes(self, source: str) -> dict[str, int]:
+    def source_hashes(self, source: str, staged: bool = False) -> dict[str, int]:
+        source_is = [Condition("source", "match", source)]
         response = self.client.facet(
             self.collection,
             key="doc_hash",
             limit=64,
             exact=True,
-            facet_filter=_to_filter([Condition("source", "match", source)]),
+            facet_filter=_to_filter([*source_is, _STAGED]) if staged else _live(source_is),
         )
-        return {str(h.value): int(h.count) for h in response.hits}
+        return {str(h.value): int(h.count) for h in response.hits if h.count}
 
     def count(self, conditions: Sequence[Condition] = ()) -> int:
         return int(
-            self.client.count(
-                self.collection, count_filter=_to_filter(conditions), exact=True
-            ).count
+            self.client.count(self.collection, count_filter=_live(conditions), exact=True).count
         )
 
-    def sources(self) -> dict[str, int]:
-        total = self.count()
+    def sources(self, staged: bool = False) -> dict[str, int]:
+        total = int(self.client.count(self.collection, exact=True).count)
         if not total:
             return {}
-        response = self.client.facet(self.collection, key="source", limit=total, exact=True)
-        return {str(h.value): int(h.count) for h in response.hits}
+        response = self.client.facet(
+            self.collection,
+            key="source",
+            limit=total,
+            exact=True,
+            facet_filter=_to_filter([_STAGED]) if staged else _live(),
+        )
+        return {str(h.value): int(h.count) for h in response.hits if h.count}

@@ -8,6 +8,12 @@ and mem0's OpenAI LLM/embedder to work against it over a real socket:
 * ``POST /v1/embeddings`` -- string / list / token-id inputs, ``float`` or ``base64``.
 * ``GET /v1/models`` and ``GET /v1/models/{id}``.
 
+Every chat reply reports ``usage`` (in the final stream chunk when ``stream_options``
+include it); tokens are counted as words of the messages, so two prompts compare fairly.
+``first_token_delay`` (seconds) holds back the first token of every chat reply, like a
+hosted model's time to first token, and every request is logged with its usage and times
+(``requests``, ``chat_requests``), so tests and benchmarks can count calls and prompt sizes.
+
 What the "model" says comes from a *responder*: any callable taking a :class:`ChatRequest`
 and returning a ``str`` (the content), a ``dict``/``list``/pydantic model (sent as JSON
 text), a :class:`ToolCall` (or a list of them), a :class:`Reply`, or raising/returning an
@@ -22,6 +28,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import collections
 import hashlib
@@ -141,12 +148,20 @@ class OpenAIError(Exception):
 
 @dataclass
 class RecordedRequest:
-    """One HTTP request the server received (``body`` is the parsed JSON, if any)."""
+    """One HTTP request the server received (``body`` is the parsed JSON, if any).
+
+    Chat requests also carry what was answered: ``usage`` (as reported to the client),
+    ``received_at`` and ``first_token_at`` (``time.perf_counter()`` when the request
+    arrived and when the first token of its reply left), for counting and timing.
+    """
 
     method: str
     path: str
     headers: dict[str, str]
     body: Any
+    received_at: float = 0.0
+    first_token_at: float | None = None
+    usage: dict[str, int] | None = None
 
 
 def _content_text(content: Any) -> str:
@@ -510,13 +525,22 @@ class OpenAICompatServer:
         api_key: str | None = None,
         embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS,
         models: Iterable[str] = DEFAULT_MODELS,
+        first_token_delay: float = 0.0,
     ):
         self.responder: Responder = responder or default_responder
+        #: Seconds every chat reply waits before its first token (streamed or not).
+        self.first_token_delay = first_token_delay
         self.embed: EmbedFn | Any = embed or hashed_bow_embed
         self.embedding_dimensions = embedding_dimensions
         self.models = list(models)
         self.api_key = api_key
-        self._initial = (self.responder, self.embed, embedding_dimensions, list(self.models))
+        self._initial = (
+            self.responder,
+            self.embed,
+            embedding_dimensions,
+            list(self.models),
+            first_token_delay,
+        )
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
@@ -564,9 +588,10 @@ class OpenAICompatServer:
         with self._lock:
             self.requests.clear()
             self.errors.clear()
-        responder, embed, dimensions, models = self._initial
+        responder, embed, dimensions, models, delay = self._initial
         self.responder, self.embed = responder, embed
         self.embedding_dimensions, self.models = dimensions, list(models)
+        self.first_token_delay = delay
 
     # -- recorded traffic ----------------------------------------------------------------
 
@@ -575,6 +600,16 @@ class OpenAICompatServer:
         with self._lock:
             return [
                 ChatRequest(r.body)
+                for r in self.requests
+                if r.path.endswith("/chat/completions") and isinstance(r.body, dict)
+            ]
+
+    @property
+    def chat_records(self) -> list[RecordedRequest]:
+        """The chat requests as recorded: body, ``usage``, arrival and first-token times."""
+        with self._lock:
+            return [
+                r
                 for r in self.requests
                 if r.path.endswith("/chat/completions") and isinstance(r.body, dict)
             ]
@@ -610,7 +645,13 @@ class OpenAICompatServer:
                 body = json.loads(raw)
             except ValueError:
                 body = raw.decode("utf-8", "replace")
-        rec = RecordedRequest(request.method, request.url.path, dict(request.headers), body)
+        rec = RecordedRequest(
+            request.method,
+            request.url.path,
+            dict(request.headers),
+            body,
+            received_at=time.perf_counter(),
+        )
         with self._lock:
             self.requests.append(rec)
         return rec
@@ -723,8 +764,13 @@ class OpenAICompatServer:
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
+        rec.usage = dict(usage)
+        delay = max(0.0, float(self.first_token_delay or 0.0))
 
         if not chat.stream:
+            if delay:
+                await asyncio.sleep(delay)
+            rec.first_token_at = time.perf_counter()
             message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
             if tool_calls:
                 message["tool_calls"] = tool_calls
@@ -766,8 +812,14 @@ class OpenAICompatServer:
 
         async def events():
             yield chunk({"role": "assistant", "content": "", "refusal": None})
-            for piece in _split_stream(content or ""):
+            if delay:
+                await asyncio.sleep(delay)
+            for i, piece in enumerate(_split_stream(content or "")):
+                if i == 0:
+                    rec.first_token_at = time.perf_counter()
                 yield chunk({"content": piece})
+            if rec.first_token_at is None:
+                rec.first_token_at = time.perf_counter()
             for index, tc in enumerate(tool_calls):
                 yield chunk(
                     {

@@ -420,3 +420,22 @@ def test_minimal_instance_and_default_responder() -> None:
         {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
     )
     assert default_responder(req) == "Echo: hi"
+
+
+def test_first_token_delay_usage_and_times_are_logged(openai_server: OpenAICompatServer) -> None:
+    openai_server.responder = lambda req: "one two three"
+    openai_server.first_token_delay = 0.2
+    chunks = list(_llm(openai_server, stream_usage=True).stream("count"))
+    assert "".join(str(c.content) for c in chunks) == "one two three"
+    plain = _llm(openai_server).invoke("count again")
+    assert plain.content == "one two three"
+    streamed, whole = openai_server.chat_records
+    for record in (streamed, whole):
+        assert record.first_token_at - record.received_at >= 0.2
+        assert record.usage == {
+            "prompt_tokens": 2 if record is streamed else 3,
+            "completion_tokens": 3,
+            "total_tokens": 5 if record is streamed else 6,
+        }
+    openai_server.reset()
+    assert openai_server.first_token_delay == 0.0

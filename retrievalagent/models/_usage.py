@@ -1,0 +1,161 @@
+"""What each chat-model call costs: tokens and wall time, gathered per graph node.
+
+A hosted model bills per token and makes the user wait per round trip, so every call the
+agent makes is counted where it is made. A node opens a :class:`Meter` (a context
+variable, so the model roles need no extra argument and sync, async and threaded calls
+land in the node that made them); each call records its role, the tokens the provider
+reported (LangChain's ``usage_metadata``) and its wall time, retries included. A provider
+that reports no usage gets an estimate of 4 characters a token, and the event says
+``"estimated": true``. The node puts :meth:`Meter.event` into its trace event as
+``usage``, and :func:`turn_usage` adds a turn's events up per role.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CHARS_PER_TOKEN", "Meter", "estimate_tokens", "metering", "record", "turn_usage"]
+
+#: The estimate used when a provider reports no usage: characters per token.
+CHARS_PER_TOKEN = 4
+_FIELDS = ("calls", "input_tokens", "output_tokens", "ms")
+
+_current: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
+    "retrievalagent_meter", default=None
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` at :data:`CHARS_PER_TOKEN` characters a token (at least 1)."""
+    return max(1, -(-len(text) // CHARS_PER_TOKEN)) if text else 0
+
+
+def _text(value: Any) -> str:
+    content = getattr(value, "content", value)
+    if isinstance(content, list):
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    if isinstance(content, str):
+        return content
+    return "" if content is None else str(content)
+
+
+def _reply_text(reply: Any) -> str:
+    """What the model wrote: the text, plus tool-call arguments (structured output)."""
+    text = _text(reply)
+    for call in getattr(reply, "tool_calls", None) or []:
+        args = call.get("args") if isinstance(call, Mapping) else None
+        text += str(args or "")
+    return text
+
+
+@dataclass
+class Meter:
+    """The calls one node made: role, tokens in and out, milliseconds, estimated or not."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(
+        self,
+        role: str,
+        prompt: Sequence[Any],
+        reply: Any,
+        ms: float,
+        *,
+        fallback_output: str = "",
+    ) -> dict[str, Any]:
+        """Record one call; ``reply`` is the model's message (or None if it is not at hand)."""
+        usage = getattr(reply, "usage_metadata", None)
+        if isinstance(usage, Mapping) and (usage.get("input_tokens") or usage.get("output_tokens")):
+            call = {
+                "role": role,
+                "input_tokens": int(usage.get("input_tokens") or 0),
+                "output_tokens": int(usage.get("output_tokens") or 0),
+                "estimated": False,
+            }
+        else:
+            output = _reply_text(reply) if reply is not None else fallback_output
+            call = {
+                "role": role,
+                "input_tokens": sum(estimate_tokens(_text(m)) for m in prompt),
+                "output_tokens": estimate_tokens(output),
+                "estimated": True,
+            }
+        call["ms"] = round(ms, 3)
+        self.calls.append(call)
+        return call
+
+    def event(self) -> dict[str, Any] | None:
+        """The node's ``usage`` trace field: totals of its calls, and ``by_role`` when it
+        made calls of more than one role; None when it made none."""
+        if not self.calls:
+            return None
+        out = _totals(self.calls)
+        roles = {c["role"] for c in self.calls}
+        out["role"] = self.calls[0]["role"] if len(roles) == 1 else "mixed"
+        if len(roles) > 1:
+            out["by_role"] = {r: _totals([c for c in self.calls if c["role"] == r]) for r in roles}
+        return out
+
+
+def _totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "calls": len(calls),
+        "input_tokens": sum(int(c["input_tokens"]) for c in calls),
+        "output_tokens": sum(int(c["output_tokens"]) for c in calls),
+        "ms": round(sum(float(c["ms"]) for c in calls), 3),
+        "estimated": any(c["estimated"] for c in calls),
+    }
+
+
+@contextmanager
+def metering() -> Iterator[Meter]:
+    """Collect the calls made inside the block (this thread or task) into a new Meter."""
+    meter = Meter()
+    token = _current.set(meter)
+    try:
+        yield meter
+    finally:
+        _current.reset(token)
+
+
+def record(
+    role: str, prompt: Sequence[Any], reply: Any, start: float, *, fallback_output: str = ""
+) -> None:
+    """Record a call that started at ``start`` (``time.perf_counter()``) into the open meter
+    (a call made outside any node, e.g. by a user's own code, is not recorded)."""
+    meter = _current.get()
+    if meter is not None:
+        ms = (time.perf_counter() - start) * 1e3
+        meter.add(role, prompt, reply, ms, fallback_output=fallback_output)
+
+
+def turn_usage(trace: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A turn's model usage from its trace: per role, and ``total``.
+
+    Each role (and the total) has ``calls``, ``input_tokens``, ``output_tokens``, ``ms``
+    and ``estimated`` (True when any call's tokens were estimated).
+    """
+    roles: dict[str, dict[str, Any]] = {}
+    for event in trace:
+        usage = event.get("usage") if isinstance(event, Mapping) else None
+        if not isinstance(usage, Mapping):
+            continue
+        parts = usage.get("by_role") or {usage.get("role", event.get("node", "?")): usage}
+        for role, part in parts.items():
+            into = roles.setdefault(role, {k: 0 for k in _FIELDS} | {"estimated": False})
+            for key in _FIELDS:
+                into[key] += part.get(key, 0)
+            into["estimated"] = bool(into["estimated"] or part.get("estimated"))
+    total = {k: 0 for k in _FIELDS} | {"estimated": False}
+    for part in roles.values():
+        for key in _FIELDS:
+            total[key] += part[key]
+        total["estimated"] = bool(total["estimated"] or part["estimated"])
+    for part in [*roles.values(), total]:
+        part["ms"] = round(part["ms"], 3)
+    return {**roles, "total": total}
