@@ -205,6 +205,12 @@ def test_questions_over_an_existing_collection(make_agent, sample_docs: Path, tm
     assert report.run("hybrid")["queries"] == 4
     assert report.run("hybrid")["mrr@10"] >= 0.75
 
+    # no labels: a set derived from the collection's own chunks, the same as from the files
+    derived = evaluate(derive_from="handbook", data_dir=data, embeddings=rag.embeddings)
+    from_files = evaluate(docs=sample_docs, data_dir=data, embeddings=rag.embeddings)
+    assert derived.collection == from_files.collection != "handbook"
+    assert derived.runs == from_files.runs and derived.test_set["queries"] >= 40
+
 
 def test_derived_set_queries_are_headings_indexed_without_them(sample_docs: Path) -> None:
     test = derive_from_headings(sample_docs, 1000, 120)

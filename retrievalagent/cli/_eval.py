@@ -119,6 +119,13 @@ def eval_command(
         list[Path] | None,
         typer.Option("--docs", help="Files or folders: derive a test set from their headings."),
     ] = None,
+    derive_from: Annotated[
+        str | None,
+        typer.Option(
+            "--derive-from",
+            help="An existing collection: derive a test set from its chunks' headings.",
+        ),
+    ] = None,
     sample_docs: Annotated[
         bool, typer.Option("--sample-docs", help="Derive a test set from the bundled sample docs.")
     ] = False,
@@ -171,6 +178,7 @@ def eval_command(
             beir=beir,
             questions=questions,
             docs=[str(p) for p in docs] if docs else None,
+            derive_from=derive_from,
             collection=collection,
             split=split,
             tune=tune,

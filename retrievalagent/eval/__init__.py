@@ -7,7 +7,13 @@ collection, or on a test set derived from the documents' headings. See
 ``docs/evaluation.md``.
 """
 
-from retrievalagent.eval._data import TestSet, derive_from_headings, load_beir, load_questions
+from retrievalagent.eval._data import (
+    TestSet,
+    derive_from_chunks,
+    derive_from_headings,
+    load_beir,
+    load_questions,
+)
 from retrievalagent.eval._evaluate import EvalReport, Setting, evaluate
 from retrievalagent.eval._metrics import METRICS, mean_scores, mrr, ndcg, recall
 
@@ -16,6 +22,7 @@ __all__ = [
     "EvalReport",
     "Setting",
     "TestSet",
+    "derive_from_chunks",
     "derive_from_headings",
     "evaluate",
     "load_beir",

@@ -40,6 +40,7 @@ from retrievalagent.errors import ConfigError
 __all__ = [
     "UNIT_KEY",
     "TestSet",
+    "derive_from_chunks",
     "derive_from_headings",
     "describe",
     "load_beir",
@@ -237,20 +238,43 @@ def derive_from_headings(
     from retrievalagent.ingest import expand_inputs
     from retrievalagent.ingest._chunking import chunk_sections
 
-    sources = expand_inputs(inputs)
+    records = (
+        (doc.source, chunk.headings, chunk.position, chunk.text)
+        for doc in expand_inputs(inputs)
+        for chunk in chunk_sections(doc.sections(), chunk_size, chunk_overlap)
+    )
+    return _derive(records, min_words)
+
+
+def derive_from_chunks(
+    chunks: Iterable[tuple[str, Mapping[str, Any]]], min_words: int = 2
+) -> TestSet:
+    """:func:`derive_from_headings` over the chunks of an existing collection (``(id,
+    payload)`` pairs, as ``VectorIndex.chunks()`` yields them): the stored passage text is
+    the chunk without its heading path already."""
+    records = (
+        (
+            str(p.get("source", "")),
+            list(p.get("headings") or []),
+            int(p.get("position") or 0),
+            str(p.get("text", "")),
+        )
+        for _, p in chunks
+        if str(p.get("text", "")).strip()
+    )
+    return _derive(records, min_words)
+
+
+def _derive(records: Iterable[tuple[str, Sequence[str], int, str]], min_words: int) -> TestSet:
     documents: list[Document] = []
     paths: dict[str, tuple[str, tuple[str, ...]]] = {}  # section id -> (source, heading path)
-    for doc in sources:
-        for chunk in chunk_sections(doc.sections(), chunk_size, chunk_overlap):
-            headings = tuple(h.strip() for h in chunk.headings)
-            section = f"{doc.source}#{' > '.join(headings)}"
-            paths[section] = (doc.source, headings)
-            documents.append(
-                Document(
-                    chunk.text,
-                    metadata={UNIT_KEY: section, "source": f"{doc.source}@{chunk.position}"},
-                )
-            )
+    for source, heading_path, position, text in records:
+        headings = tuple(h.strip() for h in heading_path)
+        section = f"{source}#{' > '.join(headings)}"
+        paths[section] = (source, headings)
+        documents.append(
+            Document(text, metadata={UNIT_KEY: section, "source": f"{source}@{position}"})
+        )
     # every heading path prefix, with the sections under it
     under: dict[tuple[str, tuple[str, ...]], set[str]] = {}
     for section, (source, headings) in paths.items():
@@ -259,7 +283,7 @@ def derive_from_headings(
     texts = Counter(" ".join(_words(path[-1])) for _, path in under)
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    skipped = Counter()
+    skipped: Counter[str] = Counter()
     for (source, path), sections in sorted(under.items()):
         heading, key = path[-1], " ".join(_words(path[-1]))
         if len(key.split()) < min_words:

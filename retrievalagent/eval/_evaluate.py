@@ -38,6 +38,7 @@ from retrievalagent.config import FUSION_METHODS, Settings
 from retrievalagent.errors import ConfigError
 from retrievalagent.eval._data import (
     TestSet,
+    derive_from_chunks,
     derive_from_headings,
     describe,
     load_beir,
@@ -334,21 +335,49 @@ def _load(
     beir: str | Path | None,
     questions: str | Path | None,
     docs: Any,
+    derive_from: str | None,
     split: str,
     cfg: Settings,
+    agent_args: dict[str, Any],
 ) -> TestSet:
-    given = [name for name, v in (("beir", beir), ("questions", questions), ("docs", docs)) if v]
+    given = [
+        name
+        for name, v in (
+            ("beir", beir),
+            ("questions", questions),
+            ("docs", docs),
+            ("derive_from", derive_from),
+        )
+        if v
+    ]
     if len(given) != 1:
         raise ConfigError(
             "give exactly one test set: beir= (a BEIR folder), questions= (a JSONL file over "
-            "an existing collection) or docs= (documents to derive a set from their headings)"
+            "an existing collection), docs= (documents to derive a set from their headings) "
+            "or derive_from= (a collection to derive one from)"
             + (f"; got {', '.join(given)}" if given else "")
         )
     if beir:
         return load_beir(beir, split)
     if questions:
         return load_questions(questions)
-    return derive_from_headings(docs, cfg.chunk_size, cfg.chunk_overlap)
+    if docs:
+        return derive_from_headings(docs, cfg.chunk_size, cfg.chunk_overlap)
+    from retrievalagent import init_agent
+
+    _must_exist(str(derive_from), cfg)
+    with init_agent(str(derive_from), **agent_args) as source:
+        return derive_from_chunks(source.index.chunks())
+
+
+def _must_exist(name: str, cfg: Settings) -> None:
+    """Refuse a collection that is not there (opening it would create an empty one)."""
+    if cfg.backend_url is None:
+        index = Path(cfg.data_dir) / name / "index" / "edge_config.json"
+        if not index.exists():
+            raise ConfigError(
+                f"collection {name!r} does not exist in {cfg.data_dir}; ingest the documents first"
+            )
 
 
 def _default_collection(test: TestSet, docs: Any) -> str:
@@ -392,6 +421,7 @@ def evaluate(
     beir: str | Path | None = None,
     questions: str | Path | None = None,
     docs: Any = None,
+    derive_from: str | None = None,
     collection: str | None = None,
     split: str = "test",
     tune: bool = False,
@@ -415,6 +445,8 @@ def evaluate(
         docs: Files, folders or Documents to derive a test set from their headings; they
             are ingested (without heading paths) into ``collection`` (default
             ``eval-derived-<hash>``).
+        derive_from: An existing collection to derive a heading set from (its chunks are
+            re-indexed without heading paths into ``collection``).
         collection: The collection to search (required with ``questions``).
         split: Which BEIR qrels file (``qrels/<split>.tsv``).
         tune: Also search fusion method, weight and ``fetch_k`` on a dev half of the
@@ -435,18 +467,15 @@ def evaluate(
     say = on_stage or (lambda message: None)
     show = _progress(progress)
     cfg = Settings.load(**settings)
-    test = _load(beir, questions, docs, split, cfg)
+    test = _load(
+        beir, questions, docs, derive_from, split, cfg, {"embeddings": embeddings, **settings}
+    )
     _limit(test, max_queries)
     if test.kind == "questions" and not collection:
         raise ConfigError("questions= needs the collection they are about: collection=...")
     name = collection or _default_collection(test, docs)
-    if test.documents is None and cfg.backend_url is None:
-        index = Path(cfg.data_dir) / name / "index" / "edge_config.json"
-        if not index.exists():  # never create an empty collection as a side effect
-            raise ConfigError(
-                f"collection {name!r} does not exist in {cfg.data_dir}; ingest the documents "
-                "the questions are about first"
-            )
+    if test.documents is None:
+        _must_exist(name, cfg)
     agent = init_agent(
         name,
         model=model,
