@@ -309,3 +309,26 @@ def test_a_changed_corpus_leaves_no_stale_passages(minilm: Any, tmp_path: Path) 
     assert second.collection == first.collection
     assert any("removed 1 stale source" in note for note in second.test_set["notes"])
     assert second.run("dense")["queries"] == 2
+
+
+def test_questions_written_by_a_model_join_a_derived_set(
+    sample_docs: Path, minilm: Any, openai_server: Any
+) -> None:
+    from tests.servers.openai_compat import ChatRequest
+
+    def writer(request: ChatRequest) -> Any:
+        assert "write one question" in request.system_prompt
+        words = request.last_user_message.split("\n\n", 1)[1].split()
+        return {"question": "What about " + " ".join(words[5:11]) + "?"}
+
+    openai_server.responder = writer
+    report = evaluate(
+        docs=sample_docs, llm_questions=4, model="openai:gpt-5.4", embeddings=minilm,
+        backend_url=":memory:", progress=False,
+    )  # fmt: skip
+    assert len(openai_server.chat_requests) == 4
+    assert any("4 questions written by gpt-5.4" in n for n in report.test_set["notes"])
+    derived = derive_from_headings(sample_docs, 1000, 120)
+    assert report.test_set["queries"] == len(derived.queries) + 4
+    with pytest.raises(ConfigError, match="needs a chat model"):
+        evaluate(docs=sample_docs, llm_questions=2, backend_url=":memory:", progress=False)

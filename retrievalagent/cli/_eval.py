@@ -129,6 +129,14 @@ def eval_command(
     sample_docs: Annotated[
         bool, typer.Option("--sample-docs", help="Derive a test set from the bundled sample docs.")
     ] = False,
+    llm_questions: Annotated[
+        int,
+        typer.Option(
+            "--llm-questions",
+            min=0,
+            help="With --docs/--derive-from and --model: N more questions the model writes.",
+        ),
+    ] = 0,
     collection: Annotated[
         str | None,
         typer.Option("--collection", "-c", help="Collection to search or build (default: eval-*)."),
@@ -146,7 +154,8 @@ def eval_command(
         ),
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Chat model for --rerank llm.")
+        str | None,
+        typer.Option("--model", "-m", help="Chat model for --rerank llm and --llm-questions."),
     ] = None,
     max_queries: Annotated[
         int | None, typer.Option("--max-queries", min=1, help="Evaluate a fixed sample.")
@@ -179,6 +188,7 @@ def eval_command(
             questions=questions,
             docs=[str(p) for p in docs] if docs else None,
             derive_from=derive_from,
+            llm_questions=llm_questions,
             collection=collection,
             split=split,
             tune=tune,

@@ -38,6 +38,7 @@ from retrievalagent.config import FUSION_METHODS, Settings
 from retrievalagent.errors import ConfigError
 from retrievalagent.eval._data import (
     TestSet,
+    add_llm_questions,
     derive_from_chunks,
     derive_from_headings,
     describe,
@@ -46,6 +47,7 @@ from retrievalagent.eval._data import (
     split_of,
 )
 from retrievalagent.eval._metrics import METRICS, first_occurrences, mean_scores, ndcg
+from retrievalagent.models import RetryPolicy, resolve_model
 from retrievalagent.retrieval._fusion import Fuser, make_fuser
 from retrievalagent.retrieval._types import Hit
 
@@ -422,6 +424,7 @@ def evaluate(
     questions: str | Path | None = None,
     docs: Any = None,
     derive_from: str | None = None,
+    llm_questions: int = 0,
     collection: str | None = None,
     split: str = "test",
     tune: bool = False,
@@ -447,13 +450,15 @@ def evaluate(
             ``eval-derived-<hash>``).
         derive_from: An existing collection to derive a heading set from (its chunks are
             re-indexed without heading paths into ``collection``).
+        llm_questions: With a derived set and a chat model: this many more questions,
+            written by the model for sampled passages.
         collection: The collection to search (required with ``questions``).
         split: Which BEIR qrels file (``qrels/<split>.tsv``).
         tune: Also search fusion method, weight and ``fetch_k`` on a dev half of the
             queries and report the best on the other half.
         reranker: A LangChain ``BaseDocumentCompressor`` or ``"llm"`` (needs ``model``):
             its lift over the hybrid run is reported.
-        model: The chat model for ``reranker="llm"``.
+        model: The chat model for ``reranker="llm"`` and ``llm_questions``.
         embeddings: As for ``init_agent``.
         max_queries: Evaluate a fixed sample of at most this many queries.
         run_out: Write the hybrid run here as JSON ``{query_id: [ids, best first]}``.
@@ -470,6 +475,17 @@ def evaluate(
     test = _load(
         beir, questions, docs, derive_from, split, cfg, {"embeddings": embeddings, **settings}
     )
+    if llm_questions:
+        if test.kind != "derived":
+            raise ConfigError("llm_questions= adds to a derived set: use docs= or derive_from=")
+        chat = resolve_model(model if model is not None else cfg.model)
+        if chat is None:
+            raise ConfigError("llm_questions= needs a chat model: pass model= (or RAG_MODEL)")
+        say(f"asking {llm_questions} questions of the model")
+        add_llm_questions(
+            test, chat, llm_questions, RetryPolicy(cfg.model_retries, cfg.model_backoff)
+        )
+        model = chat
     _limit(test, max_queries)
     if test.kind == "questions" and not collection:
         raise ConfigError("questions= needs the collection they are about: collection=...")
