@@ -67,11 +67,11 @@ def _print(report: Any, console: Console) -> None:
     if tuned:
         if tuned["kept_current"] or tuned["is_current"]:
             why = (
-                "it was the best on dev"
-                if tuned["is_current"]
-                else f"the best on dev, {escape(tuned['best_on_dev'])}, gained "
+                f"the best on dev, {escape(tuned['best_on_dev'])}, gained "
                 f"{tuned['dev_gain_over_current']:+.3f} nDCG@10, less than twice its standard "
                 f"error {tuned['dev_gain_standard_error']:.3f}"
+                if tuned["kept_current"]
+                else "it was the best on dev"
             )
             console.print(
                 f"[bold]tuned[/]: the current setting stays ({tuned['tried']} settings tried on "
