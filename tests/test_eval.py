@@ -332,3 +332,16 @@ def test_questions_written_by_a_model_join_a_derived_set(
     assert report.test_set["queries"] == len(derived.queries) + 4
     with pytest.raises(ConfigError, match="needs a chat model"):
         evaluate(docs=sample_docs, llm_questions=2, backend_url=":memory:", progress=False)
+
+
+def test_cli_rerank_option_names_a_compressor() -> None:
+    import typer
+    from langchain_core.documents import BaseDocumentCompressor
+
+    from retrievalagent.cli._eval import load_reranker
+
+    assert load_reranker(None) is None and load_reranker("llm") == "llm"
+    made = load_reranker("tests.test_rerank:Reverse")  # a class is instantiated
+    assert isinstance(made, BaseDocumentCompressor)
+    with pytest.raises(typer.BadParameter, match="module:attribute"):
+        load_reranker("flashrank")
