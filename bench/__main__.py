@@ -13,6 +13,7 @@ from bench._common import REPO
 
 STEPS = (
     ["bench.quality"],
+    ["bench.eval_sets", "--cached-vectors"],  # the tables of docs/evaluation.md
     ["bench.langchain_compare"],
     ["bench.latency", "--sizes", "1k,10k,100k"],
     ["bench.ingest"],
