@@ -331,7 +331,9 @@ class RetrievalAgent:
         count = k if k is not None else top_k
         return HybridRetriever(
             searcher=self._components.searcher,
-            top_k=self.settings.top_k if count is None else check_top_k(count, "k"),
+            top_k=self.settings.top_k
+            if count is None
+            else check_top_k(count, "k" if k is not None else "top_k"),
             filter=dict(filter) if filter else None,
         )
 

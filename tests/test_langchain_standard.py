@@ -126,5 +126,5 @@ async def test_k_per_call_and_at_construction() -> None:
     assert [d.metadata["source"] for d in only_errors] == ["errors.md"]
     with pytest.raises(TypeError):
         retriever.invoke(QUESTION, n=1)  # an unknown argument is an error, never dropped
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="k must be between 1 and"):  # a ConfigError
         retriever.invoke(QUESTION, k=0)

@@ -21,6 +21,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
+from retrievalagent._inputs import check_top_k
 from retrievalagent.retrieval._fusion import FusedHit
 from retrievalagent.retrieval._searcher import HybridSearcher, to_source
 
@@ -91,9 +92,12 @@ class HybridRetriever(BaseRetriever):
     ) -> tuple[int, dict[str, Any] | None]:
         if k is not None and top_k is not None and k != top_k:
             raise ValueError(f"give k or top_k, not both (k={k!r}, top_k={top_k!r})")
-        count = k if k is not None else top_k if top_k is not None else self.top_k
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"k must be a positive integer, not {count!r}")
+        if k is not None:
+            count = check_top_k(k, "k")
+        elif top_k is not None:
+            count = check_top_k(top_k, "top_k")
+        else:
+            count = self.top_k
         return count, dict(filter) if filter is not None else self.filter
 
     def _get_relevant_documents(
