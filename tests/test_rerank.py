@@ -173,6 +173,8 @@ def test_llm_reranker_through_an_openai_compatible_server(agents, openai_server)
     assert _ids(result.sources) == [f[2], f[0], f[1], f[3]]  # then the rest in fused order
     event = next(e for e in result.trace if e["node"] == "rerank")
     assert event["reranker"] == "llm:gpt-5.4" and "error" not in event
+    assert event["usage"]["calls"] == 1 and event["usage"]["role"] == "rerank"
+    assert result.usage["rerank"]["calls"] == 1  # counted with the turn's other calls
     rerank_calls = [r for r in openai_server.chat_requests if "rank search" in r.system_prompt]
     assert len(rerank_calls) == 1
     body = rerank_calls[0].last_user_message

@@ -466,7 +466,10 @@ class Nodes:
         hits = searcher.with_payloads(fused, searcher.candidates_for(self.s.top_k))
         fuse_ms = _ms(start)
         # With a reranker, the first rerank_k fused passages are reordered before the cut.
-        hits, rerank_event = searcher.rerank(state["question"], hits)
+        with metering() as meter:
+            hits, rerank_event = searcher.rerank(state["question"], hits)
+        if rerank_event:
+            _with_usage(rerank_event, meter)  # an LLM reranker's call, as the other roles'
         sources = [to_source(hit) for hit in hits[: self.s.top_k]]
         event = {
             "node": "fuse",

@@ -11,6 +11,7 @@ fails leaves the fused order in place; the trace's ``rerank`` event then has an 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -95,7 +96,8 @@ class LLMReranker:
         from retrievalagent.models._retry import RetryPolicy
 
         self.model = model
-        self.runnable = model.with_structured_output(Ranking)
+        # include_raw: the raw message carries the provider's token usage
+        self.runnable = model.with_structured_output(Ranking, include_raw=True)
         self.retry = retry or RetryPolicy()
         self.name = f"llm:{model_name(model)}"
 
@@ -128,11 +130,22 @@ class LLMReranker:
         return _complete(ranked, hits)
 
     def rerank(self, query: str, hits: Sequence[FusedHit]) -> list[FusedHit]:
-        messages = self.messages(query, hits)
-        reply = self.retry.call(
-            lambda: self.runnable.invoke(messages), model=self.name, role="rerank"
-        )
-        return self.parse(reply, hits)
+        """The model's order of ``hits``; the call is recorded (tokens, time) in the meter
+        of the node that reranks, as every model call of the agent is."""
+        from retrievalagent.models._llm import _dumped, _raw, _structured
+        from retrievalagent.models._usage import record
+
+        messages, start = self.messages(query, hits), time.perf_counter()
+        try:
+            reply = self.retry.call(
+                lambda: self.runnable.invoke(messages), model=self.name, role="rerank"
+            )
+        except (ValueError, TypeError):  # a reply that did not parse still cost a call
+            record("rerank", messages, None, start)
+            raise
+        record("rerank", messages, _raw(reply), start, fallback_output=_dumped(reply))
+        parsed, _ = _structured(reply)
+        return self.parse(parsed, hits)
 
 
 def resolve_reranker(spec: Any, model: Any, retry: Any = None) -> Reranker | None:
