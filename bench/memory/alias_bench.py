@@ -17,7 +17,8 @@ templates about words nobody taught.
 Protocol, per set and mode, each mode with a fresh ``InMemoryStore`` (``memory_store=``):
 
 1. **teach**: user ``learner`` asks ONE phrasing per alias -- the set's teaching query
-   (the first query of the alias) -- as a full turn (answer, grade, memory write); then
+   (the first query of the alias; aliases that memory keys as one, such as ``filepath`` /
+   ``filepaths``, are one alias here) -- as a full turn (answer, grade, memory write); then
    ``drain_background()`` waits for every write. What was stored is read back with
    ``list_memories("learner")`` and checked against the set's mapping.
 2. **ask**: every phrasing of every query of a taught alias (never asked while teaching),
@@ -39,6 +40,11 @@ Numbers reported per set and mode (default thresholds, ``top_k=10``):
   beside it, the hybrid search (dense + BM25) over question + fact, for reference.
   Targets: with memory >= 0.8x the ceiling, and >= +0.3 over no memory where the ceiling
   is at least 0.3 above no memory.
+
+**Whole turns** (``r10_full_turns``): a seeded sample of ``--full-turns`` (100) alias
+questions is also asked as complete turns, without and with memory, the store frozen so
+nothing is written: R@10 of the sources the user gets after the answer, the grade and any
+rewrite the grade triggered, and how many turns were rewritten.
 
 Modes: ``offline`` (``model=None``: the evidence grader must find the mapping itself) and
 ``scripted-llm`` (a fake chat model whose structured ``Grade`` names the set's mapping for
@@ -67,12 +73,13 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 from langgraph.checkpoint.memory import MemorySaver
+from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from bench._common import (
@@ -85,6 +92,8 @@ from bench._common import (
 )
 from bench._fakes import ScriptedGradeModel, question_of
 from retrievalagent.embeddings import MiniLMEmbeddings
+from retrievalagent.memory._keys import alias_key
+from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.types import Grade
 
 __all__ = ["PREFERENCE_STATEMENTS", "main"]
@@ -115,6 +124,25 @@ PREFERENCE_STATEMENTS: tuple[tuple[str, str, str], ...] = (
 REPLACEMENT = ("Answer in French, please.", "language", "Answer in French.")
 
 
+# --------------------------------------------------------------------------- store
+class FreezableStore(InMemoryStore):
+    """A real ``InMemoryStore`` that ignores writes while ``frozen``: evaluation turns run
+    in full (answer, grade, rewrite) without adding to what teaching stored."""
+
+    frozen = False
+
+    def batch(self, ops: Iterable[Any]) -> list[Any]:
+        ops = list(ops)
+        if not self.frozen:
+            return super().batch(ops)
+        kept = [op for op in ops if not isinstance(op, PutOp)]
+        results = iter(super().batch(kept))
+        return [None if isinstance(op, PutOp) else next(results) for op in ops]
+
+    async def abatch(self, ops: Iterable[Any]) -> list[Any]:
+        return self.batch(ops)
+
+
 # --------------------------------------------------------------------------- facts
 def fact_text(alias: str, canonical: str) -> str:
     """A mapping as a good grader words it (and as the offline learner does)."""
@@ -130,11 +158,21 @@ def _same_word(a: str, b: str) -> bool:
     return a == b or (common >= 4 and common >= min(len(a), len(b)) - 2)
 
 
-def fact_ok(fact: str, alias: str, canonicals: set[str], exact: bool = False) -> bool:
-    """The fact maps ``alias`` to a corpus term the set pairs with it: a word of one of
-    the canonical terms (``exact``: every word of one of them), up to inflection."""
+_ENCODER = LexicalEncoder()
+
+
+def key_of(alias: str) -> str:
+    """An alias as memory keys it (the agent's BM25 terms: "filepath" and "filepaths",
+    "initialise" and "initialised" are one key, so one memory)."""
+    return alias_key(_ENCODER, alias) or alias.strip().lower()
+
+
+def fact_ok(fact: str, key: str, canonicals: set[str], exact: bool = False) -> bool:
+    """The fact maps the alias keyed ``key`` to a corpus term the set pairs with it: a
+    word of one of the canonical terms (``exact``: every word of one of them), up to
+    inflection."""
     parts = fact.split('"')
-    if len(parts) < 4 or parts[1].strip().lower() != alias.lower():
+    if len(parts) < 4 or key_of(parts[1]) != key:
         return False
     said = re.findall(r"[a-z0-9]+", parts[3].lower())
     for canonical in canonicals:
@@ -147,14 +185,15 @@ def fact_ok(fact: str, alias: str, canonicals: set[str], exact: bool = False) ->
 
 # --------------------------------------------------------------------------- data
 def load_set(name: str, limit: int, glossary_sample: int) -> dict[str, Any]:
-    """Corpus, alias groups (teaching query first) and control questions of a set."""
+    """Corpus, alias groups (one per memory key, teaching query first) and control
+    questions of a set."""
     from bench.datasets import load, load_controls
 
     corpus, queries = load(name)
     controls = load_controls(name)
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in queries:
-        groups[q["alias"]].append(q)
+        groups[key_of(q["alias"])].append(q)
     aliases = sorted(groups)
     if name == "glossary" and glossary_sample and len(aliases) > glossary_sample:
         aliases = sorted(random.Random(SEED).sample(aliases, glossary_sample))
@@ -175,7 +214,7 @@ def load_set(name: str, limit: int, glossary_sample: int) -> dict[str, Any]:
 def ask_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Every phrasing of every query of a taught alias (none of them asked in teaching)."""
     out = []
-    for alias, group in data["groups"].items():
+    for key, group in data["groups"].items():
         for q in group:
             for n, text in enumerate(q["phrasings"]):
                 out.append(
@@ -183,7 +222,8 @@ def ask_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
                         "id": f"{q['id']}/p{n}",
                         "question": text,
                         "relevant": q["relevant"],
-                        "alias": alias,
+                        "alias": q["alias"],
+                        "key": key,
                         "canonical": q["canonical"],
                         "same_query_as_teaching": q is group[0],
                     }
@@ -240,8 +280,8 @@ def recall10(ranked: Sequence[str], relevant: Sequence[str]) -> float:
 def scripted_model(data: dict[str, Any]) -> ScriptedGradeModel:
     """A chat model whose grade names the set's mapping for a teaching question."""
     teaching = {
-        " ".join(group[0]["query"].lower().split()): (alias, group[0]["canonical"])
-        for alias, group in data["groups"].items()
+        " ".join(group[0]["query"].lower().split()): (group[0]["alias"], group[0]["canonical"])
+        for group in data["groups"].values()
     }
 
     def grade(messages: Sequence[Any]) -> Grade:
@@ -274,11 +314,12 @@ def teach(agent: Any, data: dict[str, Any]) -> dict[str, Any]:
     """One full turn per alias as ``learner``; the stored memories read back."""
     started = time.perf_counter()
     turns = []
-    for alias, group in data["groups"].items():
+    for key, group in data["groups"].items():
         state = agent.invoke(group[0]["query"], config={"configurable": {"user_id": "learner"}})
         turns.append(
             {
-                "alias": alias,
+                "key": key,
+                "alias": group[0]["alias"],
                 "question": group[0]["query"],
                 "stored": state.memory_fact,
                 "proposed": state.grade.get("memory_fact", ""),
@@ -293,15 +334,15 @@ def teach(agent: Any, data: dict[str, Any]) -> dict[str, Any]:
     right: dict[str, str] = {}
     wrong: list[str] = []
     for m in facts:
-        alias = next(
-            (a for a in data["groups"] if fact_ok(m["text"], a, data["canonicals"][a])), None
+        key = next(
+            (k for k in data["groups"] if fact_ok(m["text"], k, data["canonicals"][k])), None
         )
-        if alias is None:
+        if key is None:
             wrong.append(m["text"])
         else:
-            right[alias] = m["text"]
+            right[key] = m["text"]
     exact = sum(
-        fact_ok(text, alias, data["canonicals"][alias], exact=True) for alias, text in right.items()
+        fact_ok(text, key, data["canonicals"][key], exact=True) for key, text in right.items()
     )
     return {
         "turns": len(turns),
@@ -317,6 +358,7 @@ def teach(agent: Any, data: dict[str, Any]) -> dict[str, Any]:
         "wrong_facts": sorted(wrong),
         "taught_right": sorted(right),
         "not_learned": sorted(t["alias"] for t in turns if not t["stored"]),
+        "teaching_turns_rewritten": sum(t["rewrites"] > 0 for t in turns),
     }
 
 
@@ -339,7 +381,7 @@ def evaluate(
     for q in asks:
         ranked, event = retrieve(agent, q["question"], "learner")
         items = _recalled(event)
-        right = [i for i in items if fact_ok(i["text"], q["alias"], data["canonicals"][q["alias"]])]
+        right = [i for i in items if fact_ok(i["text"], q["key"], data["canonicals"][q["key"]])]
         for i in right[:1]:
             channel[i.get("matched", "?")] += 1
         row = {
@@ -351,7 +393,7 @@ def evaluate(
             "best_similarity": event.get("best_similarity"),
         }
         rows.append(row)
-        if not right and q["alias"] in taught_right and len(misses) < EXAMPLES:
+        if not right and q["key"] in taught_right and len(misses) < EXAMPLES:
             misses.append(
                 {
                     "question": q["question"],
@@ -394,7 +436,7 @@ def evaluate(
             out["ceiling_headroom"] = round(fact_given - without, 4)
         return out
 
-    right_aliases = [r for r in rows if r["alias"] in taught_right]
+    right_aliases = [r for r in rows if r["key"] in taught_right]
     recalled_right = sum(r["recalled_right"] for r in rows)
     return {
         "asks": len(rows),
@@ -422,6 +464,27 @@ def evaluate(
             "false_recalls": false_hits,
         },
     }
+
+
+def full_turns(agent: Any, store: FreezableStore, sample: list[dict[str, Any]]) -> dict[str, Any]:
+    """R@10 of the sources a user gets from a whole turn (answer, grade, and the rewrites
+    an insufficient grade triggers), without memory (``nobody``) and with it
+    (``learner``); the store is frozen, so these turns store nothing."""
+    store.frozen = True
+    try:
+        out: dict[str, Any] = {"n": len(sample)}
+        for label, user in (("without_memory", "nobody"), ("with_memory", "learner")):
+            r10, rewritten = [], 0
+            for q in sample:
+                state = agent.invoke(q["question"], config={"configurable": {"user_id": user}})
+                r10.append(recall10([s["source"] for s in state.sources], q["relevant"]))
+                rewritten += len(state.get("tried_queries") or [1]) > 1
+            out[label] = _mean(r10)
+            out[f"rewritten_{label}"] = _share(rewritten, len(sample))
+        agent.drain_background()
+    finally:
+        store.frozen = False
+    return out
 
 
 def targets(result: dict[str, Any]) -> dict[str, Any]:
@@ -467,18 +530,17 @@ def run_set(name: str, args: argparse.Namespace, embeddings: Any) -> dict[str, A
     for mode in args.modes:
         started = time.perf_counter()
         model = None if mode == "offline" else scripted_model(data)
+        store = FreezableStore()
         agent = open_agent(
-            collection,
-            embeddings=embeddings,
-            model=model,
-            memory_store=InMemoryStore(),
-            top_k=TOP_K,
+            collection, embeddings=embeddings, model=model, memory_store=store, top_k=TOP_K
         )
         try:
             taught = teach(agent, data)
             result = evaluate(
                 agent, asks, controls, data, before, ceiling, set(taught.pop("taught_right"))
             )
+            sample = random.Random(SEED).sample(asks, min(args.full_turns, len(asks)))
+            result["r10_full_turns"] = full_turns(agent, store, sample)
         finally:
             agent.close()
         result = {"teaching": taught, **result}
@@ -635,6 +697,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--limit", type=int, default=0, help="first N aliases per set (smoke)")
     parser.add_argument("--glossary-sample", type=int, default=150)
     parser.add_argument("--pref-questions", type=int, default=10)
+    parser.add_argument(
+        "--full-turns", type=int, default=100, help="questions also asked as whole turns"
+    )
     parser.add_argument("--no-preferences", action="store_true")
     args = parser.parse_args(argv)
     setup_logging()
