@@ -11,7 +11,9 @@ Then ``--questions`` new questions (longer phrasings of man page queries; about 
 contain an alias the user has a fact for, so key lookups hit) are asked by the first user:
 
 * ``read_memory_ms``: the ``read_memory`` node's own time from the trace (the recall: key
-  lookups, similarity search, preferences), on turns stopped after ``fuse``.
+  lookups, similarity search, preferences), on turns stopped after ``fuse``. It includes
+  embedding the question, which the node shares with the dense search running beside it
+  (whichever asks first computes it, the other waits for the same vector).
 * ``turn_to_fuse_ms``: wall time of the turn up to ``fuse`` with this backend, and
   ``without_memory`` the same questions on an identical agent with no memory (alternating
   with the memory agent, question by question, so machine load hits both alike);
@@ -27,6 +29,7 @@ questions (a smoke test).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import random
 import statistics
@@ -270,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         args.questions = args.limit
         args.warmup = min(args.warmup, 2)
     setup_logging()
+    logging.getLogger("mem0").setLevel(logging.WARNING)  # a line per seeded memory else
     started = time.perf_counter()
     from bench.datasets import load
 
