@@ -46,8 +46,10 @@ questions is also asked as complete turns, without and with memory, the store fr
 nothing is written: R@10 of the sources the user gets after the answer, the grade and any
 rewrite the grade triggered, and how many turns were rewritten.
 
-Modes: ``offline`` (``model=None``: the evidence grader must find the mapping itself) and
-``scripted-llm`` (a fake chat model whose structured ``Grade`` names the set's mapping for
+Modes: ``offline`` (``model=None``: the evidence grader must find the mapping itself),
+``offline-fact-given`` (``model=None``, the set's right fact written into the store through
+the backend beforehand, keyed as the write node keys it: offline recall and use of a fact
+the learner did not have to find) and ``scripted-llm`` (a fake chat model whose structured ``Grade`` names the set's mapping for
 the teaching question, ``memory_kind="search_fact"``, ``memory_key`` = the alias: what a
 good LLM grader stores; only the model's words are fake).
 
@@ -92,6 +94,7 @@ from bench._common import (
 )
 from bench._fakes import ScriptedGradeModel, question_of
 from retrievalagent.embeddings import MiniLMEmbeddings
+from retrievalagent.memory import MemoryRecord
 from retrievalagent.memory._keys import alias_key
 from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.types import Grade
@@ -100,7 +103,7 @@ __all__ = ["PREFERENCE_STATEMENTS", "main"]
 
 SEED = 20261125
 COLLECTIONS = {"aliases": "memory-aliases", "glossary": "memory-glossary"}
-MODES = ("offline", "scripted-llm")
+MODES = ("offline", "offline-fact-given", "scripted-llm")
 TOP_K = 10
 TARGET_RECALL = 0.90
 TARGET_FALSE_RECALL = 0.05
@@ -310,20 +313,34 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def teach(agent: Any, data: dict[str, Any]) -> dict[str, Any]:
-    """One full turn per alias as ``learner``; the stored memories read back."""
+def teach(agent: Any, data: dict[str, Any], given: bool = False) -> dict[str, Any]:
+    """One full turn per alias as ``learner`` (``given``: the set's right fact written
+    through the backend instead, as the write node would); the stored memories read back."""
     started = time.perf_counter()
     turns = []
-    for key, group in data["groups"].items():
-        state = agent.invoke(group[0]["query"], config={"configurable": {"user_id": "learner"}})
+    encoder = agent._components.searcher.encoder
+    for group in data["groups"].values():
+        first = group[0]
+        if given:
+            agent.memory.add(
+                MemoryRecord(
+                    fact=fact_text(first["alias"], first["canonical"]),
+                    question=first["query"],
+                    answer="",
+                    user_id="learner",
+                    metadata={"collection": agent.collection},
+                    kind="search_fact",
+                    key=alias_key(encoder, first["alias"]),
+                    alias=first["alias"],
+                )
+            )
+            turns.append({"alias": first["alias"], "stored": True, "rewrites": 0})
+            continue
+        state = agent.invoke(first["query"], config={"configurable": {"user_id": "learner"}})
         turns.append(
             {
-                "key": key,
-                "alias": group[0]["alias"],
-                "question": group[0]["query"],
+                "alias": first["alias"],
                 "stored": state.memory_fact,
-                "proposed": state.grade.get("memory_fact", ""),
-                "memory_confidence": round(float(state.grade.get("memory_confidence", 0.0)), 3),
                 "rewrites": len(state.get("tried_queries") or [1]) - 1,
             }
         )
@@ -346,6 +363,7 @@ def teach(agent: Any, data: dict[str, Any]) -> dict[str, Any]:
     )
     return {
         "turns": len(turns),
+        "fact_given": given,
         "seconds": round(seconds, 1),
         "drain": dict(drain),
         "memories": len(memories),
@@ -529,13 +547,13 @@ def run_set(name: str, args: argparse.Namespace, embeddings: Any) -> dict[str, A
     modes: dict[str, Any] = {}
     for mode in args.modes:
         started = time.perf_counter()
-        model = None if mode == "offline" else scripted_model(data)
+        model = scripted_model(data) if mode == "scripted-llm" else None
         store = FreezableStore()
         agent = open_agent(
             collection, embeddings=embeddings, model=model, memory_store=store, top_k=TOP_K
         )
         try:
-            taught = teach(agent, data)
+            taught = teach(agent, data, given=mode == "offline-fact-given")
             result = evaluate(
                 agent, asks, controls, data, before, ceiling, set(taught.pop("taught_right"))
             )
@@ -566,7 +584,7 @@ def preference_scenario(
     mode: str, embeddings: Any, questions: list[str], n_questions: int
 ) -> dict[str, Any]:
     """Preferences stated once, then checked on later turns in new threads."""
-    model = None if mode == "offline" else ScriptedGradeModel(grader=_preference_grade)
+    model = ScriptedGradeModel(grader=_preference_grade) if mode == "scripted-llm" else None
     agent = open_agent(
         COLLECTIONS["aliases"],
         embeddings=embeddings,
@@ -724,7 +742,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         n = 3 if args.limit else args.pref_questions
         questions = _unrelated_questions(n * (len(PREFERENCE_STATEMENTS) + 1))
         payload["preferences"] = {
-            mode: preference_scenario(mode, embeddings, questions, n) for mode in args.modes
+            mode: preference_scenario(mode, embeddings, questions, n)
+            for mode in args.modes
+            if mode != "offline-fact-given"
         }
     write_result("memory_alias", payload, started)
     return payload
