@@ -68,7 +68,10 @@ def question_of(messages: Sequence[Any]) -> str:
 class ScriptedGradeModel(BaseChatModel):
     """Answers with a fixed sentence; grades with ``grader(messages) -> Grade``.
 
-    ``answer_prompts`` holds the system message of every answer call, in order.
+    ``answer_prompts`` holds, for every answer call in order, the part of its system message
+    before the answering instructions and passages: what recalled memory put there (empty
+    when nothing was recalled). Passages are left out, so a passage that happens to say
+    "German" is not mistaken for the user's preference.
     """
 
     grader: Callable[[Sequence[BaseMessage]], Grade]
@@ -86,7 +89,7 @@ class ScriptedGradeModel(BaseChatModel):
     def _record(self, messages: Sequence[BaseMessage]) -> str:
         system = _content(messages[0]) if messages else ""
         if _ANSWER_MARK in system:
-            self._answer_prompts.append(system)
+            self._answer_prompts.append(system.split(_ANSWER_MARK, 1)[0])
             return self.reply
         return "scripted"  # a thread title or a rewritten query
 

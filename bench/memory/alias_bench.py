@@ -455,6 +455,7 @@ def evaluate(
         return out
 
     right_aliases = [r for r in rows if r["key"] in taught_right]
+    by_id = {r["id"]: r["r10"] for r in rows}
     recalled_right = sum(r["recalled_right"] for r in rows)
     return {
         "asks": len(rows),
@@ -476,6 +477,7 @@ def evaluate(
             "without_memory": _mean([before[c["id"]] for c in control_rows]),
             "with_memory": _mean([c["r10"] for c in control_rows]),
         },
+        "r10_by_id": by_id,
         "examples": {
             "missed_right_fact": misses,
             "recalled_wrong_fact": wrong_hits,
@@ -484,10 +486,16 @@ def evaluate(
     }
 
 
-def full_turns(agent: Any, store: FreezableStore, sample: list[dict[str, Any]]) -> dict[str, Any]:
+def full_turns(
+    agent: Any,
+    store: FreezableStore,
+    sample: list[dict[str, Any]],
+    first: dict[str, dict[str, float]],
+) -> dict[str, Any]:
     """R@10 of the sources a user gets from a whole turn (answer, grade, and the rewrites
     an insufficient grade triggers), without memory (``nobody``) and with it
-    (``learner``); the store is frozen, so these turns store nothing."""
+    (``learner``), beside that of the same questions' first search (``first``, by
+    question id); the store is frozen, so these turns store nothing."""
     store.frozen = True
     try:
         out: dict[str, Any] = {"n": len(sample)}
@@ -498,6 +506,7 @@ def full_turns(agent: Any, store: FreezableStore, sample: list[dict[str, Any]]) 
                 r10.append(recall10([s["source"] for s in state.sources], q["relevant"]))
                 rewritten += len(state.get("tried_queries") or [1]) > 1
             out[label] = _mean(r10)
+            out[f"first_search_{label}"] = _mean([first[label][q["id"]] for q in sample])
             out[f"rewritten_{label}"] = _share(rewritten, len(sample))
         agent.drain_background()
     finally:
@@ -558,7 +567,8 @@ def run_set(name: str, args: argparse.Namespace, embeddings: Any) -> dict[str, A
                 agent, asks, controls, data, before, ceiling, set(taught.pop("taught_right"))
             )
             sample = random.Random(SEED).sample(asks, min(args.full_turns, len(asks)))
-            result["r10_full_turns"] = full_turns(agent, store, sample)
+            first = {"without_memory": before, "with_memory": result.pop("r10_by_id")}
+            result["r10_full_turns"] = full_turns(agent, store, sample, first)
         finally:
             agent.close()
         result = {"teaching": taught, **result}
