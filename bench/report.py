@@ -566,6 +566,166 @@ def memory_section(results: dict[str, dict[str, Any]]) -> str:
     )
 
 
+MEMORY_RESULTS = ("memory_write_latency", "memory_alias", "memory_recall_latency")
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _ok(flag: bool | None) -> str:
+    return "n/a" if flag is None else ("pass" if flag else "**FAIL**")
+
+
+def memory_alias_section(res: dict[str, Any] | None) -> str:
+    """Issue 11's alias bench: right-fact recall, false recalls, R@10 vs the BM25 ceiling."""
+    if not res:
+        return "Not run (`python -m bench.memory.alias_bench`).\n"
+    t = res["targets"]
+    rows, r10_rows = [], []
+    for name, s in res["sets"].items():
+        for mode, r in s["modes"].items():
+            teach, ok, all10 = r["teaching"], r["targets"], r["r10_all"]
+            rows.append(
+                (
+                    name,
+                    mode,
+                    f"{teach['facts_right']}/{teach['turns']} ({teach['facts_wrong']} wrong)",
+                    f"{_pct(r['recall_right_fact'])} of {r['asks']} ({_ok(ok['recall_right_fact>=0.9'])})",
+                    f"{_pct(r['recall_right_fact_where_learned'])} of "
+                    f"{r['questions_where_learned']} "
+                    f"({_ok(ok['recall_right_fact_where_learned>=0.9'])})",
+                    f"{_pct(r['false_recall'])} of {r['controls']} ({_ok(ok['false_recall<=0.05'])})",
+                )
+            )
+            r10_rows.append(
+                (
+                    name,
+                    mode,
+                    _num(all10["without_memory"]),
+                    _num(all10["with_memory"]),
+                    _num(all10["fact_given_bm25"]),
+                    _num(all10["fact_given_hybrid"]),
+                    f"{_num(all10.get('share_of_ceiling'), 2)}× "
+                    f"({_ok(ok['r10_with_memory>=0.8x_ceiling'])})",
+                    f"{all10.get('lift_over_no_memory', 0):+.3f} ({_ok(ok['r10_lift>=0.3'])})",
+                    f"{_num(r['r10_controls']['without_memory'])} → "
+                    f"{_num(r['r10_controls']['with_memory'])}",
+                )
+            )
+    sets = "; ".join(
+        f"`{n}`: {s['aliases']} aliases, {s['ask_questions']} questions in other phrasings, "
+        f"{s['control_questions']} control questions ({s['corpus']})"
+        for n, s in res["sets"].items()
+    )
+    out = (
+        f"Each alias taught with one phrasing (one full turn), then asked in longer phrasings "
+        f"never seen in teaching; control questions use no taught word (`{res['command']}`; "
+        f"see its docstring). {sets}. Targets: right-fact recall ≥ "
+        f"{t['recall_right_fact']:.0%}, false recall ≤ {t['false_recall']:.0%}, R@10 with "
+        f"memory ≥ {t['r10_share_of_ceiling']}× the ceiling (BM25 over question + fact) and "
+        f"≥ +{t['r10_lift']} over no memory where the ceiling leaves that much room.\n\n"
+        + table(
+            (
+                "Set",
+                "Mode",
+                "Right facts stored / taught",
+                "Right fact recalled (all taught)",
+                "Right fact recalled (where learned)",
+                "False recall (controls)",
+            ),
+            rows,
+        )
+        + "\n\nRecall@10 over the same questions:\n\n"
+        + table(
+            (
+                "Set",
+                "Mode",
+                "No memory",
+                "With memory",
+                "Fact given (BM25)",
+                "Fact given (hybrid)",
+                "Share of ceiling",
+                "Lift",
+                "Controls: no memory → with",
+            ),
+            r10_rows,
+        )
+        + "\n"
+    )
+    prefs = res.get("preferences") or {}
+    if prefs:
+        out += (
+            "\nPreferences stated once, then unrelated questions in new threads:\n\n"
+            + table(
+                (
+                    "Mode",
+                    "Statements",
+                    "Later turns",
+                    "Carried (memory_context)",
+                    "Carried (answer prompt)",
+                    "Leaks to another user",
+                    "French replaces German",
+                ),
+                [
+                    (
+                        mode,
+                        p["statements"],
+                        p["later_turns"],
+                        _pct(p["share_carried_in_memory_context"]),
+                        _pct(p["share_carried_in_answer_prompt"]),
+                        p["leaks_to_other_user"],
+                        _pct(p["replacement_french_after_german"]),
+                    )
+                    for mode, p in prefs.items()
+                ],
+            )
+            + "\n"
+        )
+    return out
+
+
+def memory_recall_section(res: dict[str, Any] | None) -> str:
+    if not res:
+        return "Not run (`python -m bench.memory.recall_latency`).\n"
+    rows = []
+    for name, r in res["backends"].items():
+        rm, turn = r["read_memory_ms"], r["turn_to_fuse_ms"]
+        rows.append(
+            (
+                name,
+                f"{r['memories_per_user']} × {r['users']}",
+                r["questions"],
+                f"{rm['p50']:.1f} / {rm['p95']:.1f} ms",
+                f"{r['direct_recall_ms']['p50']:.1f} / {r['direct_recall_ms']['p95']:.1f} ms",
+                f"{turn['with_memory']['p50']:.1f} vs {turn['without_memory']['p50']:.1f} ms",
+                f"{r['added_p50_ms']:+.1f} ms",
+            )
+        )
+    return (
+        f"What a recall costs with 1,000 memories per user (`{res['command']}`; see its "
+        "docstring). `read_memory` runs beside the dense search, so a turn pays only what "
+        "it takes beyond that.\n\n"
+        + table(
+            (
+                "Backend",
+                "Memories (per user × users)",
+                "Questions",
+                "read_memory p50 / p95",
+                "Direct recall p50 / p95",
+                "Turn to fuse p50, with vs without memory",
+                "Added per turn (median paired)",
+            ),
+            rows,
+        )
+        + "\n"
+    )
+
+
 def quality_section(q: dict[str, Any] | None, plot: str | None) -> str:
     if not q:
         return "Not run (`python -m bench.quality`).\n"
@@ -777,7 +937,7 @@ def langchain_section(lc: dict[str, Any] | None) -> str:
 def others_section(results: dict[str, dict[str, Any]]) -> str:
     out = []
     for name, res in results.items():
-        if name in OWN or name in ("memory_write_latency", "cost"):
+        if name in OWN or name in MEMORY_RESULTS or name == "cost":
             continue
         what = res.get("benchmark") or name
         targets = res.get("targets")
@@ -872,9 +1032,17 @@ the same MiniLM model; embedding 100k passages takes about an hour on 2 cores); 
 ## 5. Against LangChain's EnsembleRetriever
 
 {langchain_section(lc)}
-## 6. Memory writes
+## 6. Memory
+
+### Writes
 
 {memory_section(results)}
+### Aliases recalled in other words, preferences applied
+
+{memory_alias_section(results.get("memory_alias"))}
+### Recall latency
+
+{memory_recall_section(results.get("memory_recall_latency"))}
 ## 7. What a turn costs with a hosted LLM
 
 {cost_section(results.get("cost"))}

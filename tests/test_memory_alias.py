@@ -83,6 +83,24 @@ def test_no_junk_is_stored_for_ordinary_questions(offline: Callable[..., Any]) -
         assert "removes" not in state.grade["memory_fact"]
 
 
+# Acronyms the sample docs never use, asked about alone: dense search can only match the
+# pieces of the unknown word, and the learner used to store what it happened to find
+# ('"sla" is called "snapshot"', '"cdp" is called "vault"').
+BARE_UNKNOWN_WORDS = ("What is an SLA?", "what is RPO?", "what is CDP?")
+
+
+def test_nothing_is_learned_from_a_question_that_is_only_an_unknown_word(
+    offline: Callable[..., Any],
+) -> None:
+    rag = offline(memory_store=InMemoryStore())
+    for question in BARE_UNKNOWN_WORDS:
+        state = rag.invoke(question, config={"configurable": {"user_id": "u"}})
+        assert state.memory_fact == "", (question, state.grade)
+    assert rag.list_memories("u") == []
+    later = rag.invoke("Is RPO the same as a snapshot?", config={"configurable": {"user_id": "u"}})
+    assert later.memory_context == ""
+
+
 # A corpus written for the next test: the user says "car", the documents never do. Dense
 # search ranks the vehicle passage below others that share the question's other words.
 CAR_QUESTION = "How do I reset my car alarm code?"

@@ -230,6 +230,40 @@ def test_offline_rules_store_and_apply_a_preference(
     assert [m for m in rag.list_memories("frank") if m["kind"] == "preference"] == []
 
 
+# Every example sentence of the offline rules table in docs/memory.md, and what the answer
+# prompt of the user's next turn must then carry.
+DOCUMENTED_EXAMPLES = {
+    "I prefer answers in German.": "Answer in German.",
+    "Answer in French.": "Answer in French.",
+    "Reply to me in Spanish.": "Answer in Spanish.",
+    "Speak Dutch with me.": "Answer in Dutch.",
+    "Keep answers short.": "Keep answers short.",
+    "I prefer brief answers.": "Keep answers short.",
+    "Be concise.": "Keep answers short.",
+    "I'd like detailed answers.": "Give detailed answers.",
+    "Use bullet points.": "Format answers as bullet points.",
+    "Answer in bullet points.": "Format answers as bullet points.",
+    "I'd like answers as a bulleted list.": "Format answers as bullet points.",
+    "Use a formal tone.": "Use a formal tone.",
+    "Be more casual.": "Use a casual tone.",
+    "I prefer a friendly tone.": "Use a friendly tone.",
+    "Call me Ana.": "Address the user as Ana.",
+    "Address me as Dr. Lee.": "Address the user as Dr. Lee.",
+}
+
+
+def test_offline_rules_recognise_every_documented_example(
+    make_agent: Callable[..., Any], sample_docs: Path
+) -> None:
+    rag = make_agent("offline-examples", memory_store=InMemoryStore())
+    rag.add_documents(sample_docs, progress=False)
+    for n, (statement, instruction) in enumerate(DOCUMENTED_EXAMPLES.items()):
+        user = f"example-{n}"
+        rag.invoke(statement, cfg(user))
+        later = rag.invoke("What is hybrid search?", cfg(user, "later"))
+        assert later.memory_context.endswith(f"- {instruction}"), (statement, later.memory_context)
+
+
 def test_listing_and_forgetting_need_memory_and_a_user(make_agent: Callable[..., Any]) -> None:
     with pytest.raises(ConfigError, match="no long-term memory"):
         make_agent("no-memory").list_memories("alice")

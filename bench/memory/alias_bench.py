@@ -1,145 +1,155 @@
-"""Does memory fix queries that use a word the corpus lacks?  ``python -m bench.memory.alias_bench``
+"""Is a taught alias recalled in other words, and does it find the passages?  ``python -m bench.memory.alias_bench``
 
-Data: ``bench.datasets.load("aliases")`` -- the Linux man-pages corpus (Debian
-``manpages``/``manpages-dev`` 6.03, 5,235 passages) and 123 queries: man page NAME
-descriptions with one word replaced by a word the corpus never uses, nor any inflection of
-it (``grab`` for get, ``purge`` for remove, ``rundown`` for overview, British spellings,
-...). Relevant = the page's DESCRIPTION passages. The index is built once from the cached
-vectors of ``bench/.cache/vectors`` (``bench._common.build_collection``); queries are
-embedded with the real packaged model.
+Issue 11's acceptance bench for long-term memory. Two alias sets, both with words the
+corpus never contains (nor any inflection of them):
 
-Protocol, per mode, each with a fresh ``InMemoryStore`` (the ``memory_store=`` backend):
+* ``aliases``: the Linux man-pages corpus (5,235 passages) asked with man page
+  descriptions where one word is replaced by a user's word (``purge`` for remove,
+  ``keychain`` for keyring, British spellings, ...); several descriptions per alias.
+* ``glossary``: FOLDOC and Jargon File entries (14,076 passages), asked about by an alias
+  their entries never mention (redirect headwords, V.E.R.A. acronyms); a seeded sample of
+  ``--glossary-sample`` aliases (150), one teaching question each.
 
-1. **without memory**: recall@10 of the agent's own graph (read_memory, dense + BM25
-   search, fusion) for every query, as a user with no memories.
-2. **teaching**: user ``learner`` asks the first query of each alias as a full turn
-   (answer, grade, memory write); the writes are drained.
-3. **after learning**: recall@10 of every query again, as ``learner``: the teaching
-   questions asked again (*same question*), and the queries never asked before that use a
-   learned alias (*other questions*, also measured with ``memory_relevance_threshold``
-   0.5 instead of the default 0.7).
+Every query row carries ``phrasings``: four longer, natural sentences that embed it word
+for word (``bench.datasets.phrasings``), and each set has control questions in the same
+templates about words nobody taught.
 
-Metrics at 10: recall (share of the relevant passages retrieved), nDCG and MRR (rank of
-the first relevant passage), and per group how many queries recalled a memory and how
-many ranked their first relevant passage higher or lower than without memory. Dense search
-alone already finds most of these passages (the alias word is absent, not the meaning), so
-recall@10 moves little; the ranks show what the learned word adds.
+Protocol, per set and mode, each mode with a fresh ``InMemoryStore`` (``memory_store=``):
 
-Modes: ``offline`` (no LLM: the evidence grader must find the mapping itself) and
-``scripted-llm`` (a chat model whose grade names the dataset's mapping for the question --
-what a good LLM grader would store). Evaluation passes stop the graph after ``fuse`` (the
-answer and grade do not change what was retrieved) and record whether memory was recalled
-and which terms went into the BM25 memory group. A stored fact counts as correct when it
-maps the alias to a word the dataset pairs with it (up to inflection). Note: the agent's
-BM25 stems words, so a few dataset aliases are not absent for it ("grab" matches
-"grabbing"); the offline grader proposes nothing for those. Results:
-``bench/results/memory_alias.json``; ``--limit N`` runs the first N queries (a smoke test).
+1. **teach**: user ``learner`` asks ONE phrasing per alias -- the set's teaching query
+   (the first query of the alias; aliases that memory keys as one, such as ``filepath`` /
+   ``filepaths``, are one alias here) -- as a full turn (answer, grade, memory write); then
+   ``drain_background()`` waits for every write. What was stored is read back with
+   ``list_memories("learner")`` and checked against the set's mapping.
+2. **ask**: every phrasing of every query of a taught alias (never asked while teaching),
+   and every phrasing of the control questions, as ``learner``. Evaluation turns stop
+   after ``fuse`` (what was retrieved is final there, and no evaluation turn writes memory,
+   so the store holds exactly what teaching put in it). Recorded per question: the
+   ``read_memory`` trace event (items, kinds, how each matched) and recall@10.
+
+Numbers reported per set and mode (default thresholds, ``top_k=10``):
+
+* **recall of the right fact**: share of alias questions whose ``read_memory`` kept a
+  search fact mapping that alias to a word the set pairs with it (up to inflection). The
+  denominator is every question of an alias whose teaching turn ran (end to end), and
+  also only the aliases whose teaching stored a right fact (the recall mechanism alone).
+* **false recall**: share of control questions whose ``read_memory`` kept any fact.
+* **R@10**: without memory (user ``nobody``, empty memory), with memory (``learner``), and
+  the ceiling "fact given" = the agent's own BM25 over the question + the right fact's
+  text (``"<alias>" is called "<canonical>" in these documents``), as issue 11 defines it;
+  beside it, the hybrid search (dense + BM25) over question + fact, for reference.
+  Targets: with memory >= 0.8x the ceiling, and >= +0.3 over no memory where the ceiling
+  is at least 0.3 above no memory.
+
+**Whole turns** (``r10_full_turns``): a seeded sample of ``--full-turns`` (100) alias
+questions is also asked as complete turns, without and with memory, the store frozen so
+nothing is written: R@10 of the sources the user gets after the answer, the grade and any
+rewrite the grade triggered, and how many turns were rewritten.
+
+Modes: ``offline`` (``model=None``: the evidence grader must find the mapping itself),
+``offline-fact-given`` (``model=None``, the set's right fact written into the store through
+the backend beforehand, keyed as the write node keys it: offline recall and use of a fact
+the learner did not have to find) and ``scripted-llm`` (a fake chat model whose structured ``Grade`` names the set's mapping for
+the teaching question, ``memory_kind="search_fact"``, ``memory_key`` = the alias: what a
+good LLM grader stores; only the model's words are fake).
+
+**Preferences** (``preferences`` in the results, on the man-pages index, both modes): each
+of ``PREFERENCE_STATEMENTS`` is stated by a fresh user in a thread of its own, then
+``--pref-questions`` unrelated questions follow, each in a new thread; reported is the share
+of those turns whose answer prompt carries the instruction (``state.memory_context``; with
+the scripted model, the system prompt it actually received), the same questions asked by a
+second user (must carry nothing: leaks), and a replacement ("answer in French" after
+"German": later prompts must carry French and not German).
+
+``--limit N`` keeps the first N aliases of each set and N control questions (a smoke test).
+Results: ``bench/results/memory_alias.json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import random
 import re
 import statistics
 import sys
 import time
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.runnables import Runnable, RunnableLambda
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from bench._common import (
-    RESULTS,
     CachedEmbeddings,
     build_collection,
-    git_revision,
-    machine,
     ndcg_recall,
     open_agent,
     setup_logging,
+    write_result,
 )
+from bench._fakes import ScriptedGradeModel, question_of
 from retrievalagent.embeddings import MiniLMEmbeddings
+from retrievalagent.memory import MemoryRecord
+from retrievalagent.memory._keys import alias_key
+from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.types import Grade
 
-COLLECTION = "memory-aliases"
-DEFAULT_RELEVANCE = 0.7
-LOW_RELEVANCE = 0.5
-_QUESTION = re.compile(r"^Question: (.*?)\n\nPassages:", re.DOTALL)
+__all__ = ["PREFERENCE_STATEMENTS", "main"]
+
+SEED = 20261125
+COLLECTIONS = {"aliases": "memory-aliases", "glossary": "memory-glossary"}
+MODES = ("offline", "offline-fact-given", "scripted-llm")
+TOP_K = 10
+TARGET_RECALL = 0.90
+TARGET_FALSE_RECALL = 0.05
+TARGET_CEILING_SHARE = 0.8
+TARGET_LIFT = 0.3
+EXAMPLES = 12  # misses kept per kind in the results, to read why
+
+#: (statement, subject, the instruction the answer prompt must then carry).
+PREFERENCE_STATEMENTS: tuple[tuple[str, str, str], ...] = (
+    ("I prefer answers in German.", "language", "Answer in German."),
+    ("Please answer in French from now on.", "language", "Answer in French."),
+    ("Reply to me in Spanish.", "language", "Answer in Spanish."),
+    ("Keep answers short.", "length", "Keep answers short."),
+    ("I'd like detailed answers.", "length", "Give detailed answers."),
+    ("Use bullet points.", "format", "Format answers as bullet points."),
+    ("I'd like answers as a bulleted list.", "format", "Format answers as bullet points."),
+    ("Use a formal tone.", "tone", "Use a formal tone."),
+    ("Call me Ana.", "address", "Address the user as Ana."),
+)
+#: Stated after "I prefer answers in German." by the replacement scenario's user.
+REPLACEMENT = ("Answer in French, please.", "language", "Answer in French.")
 
 
-class KnowsTheAliases(FakeListChatModel):
-    """A chat model stand-in whose grade names the dataset's mapping for the question's alias
-    (what a good LLM grader would store); its answers are a fixed sentence."""
+# --------------------------------------------------------------------------- store
+class FreezableStore(InMemoryStore):
+    """A real ``InMemoryStore`` that ignores writes while ``frozen``: evaluation turns run
+    in full (answer, grade, rewrite) without adding to what teaching stored."""
 
-    responses: list[str] = ["The passages answer it [1]."]  # noqa: RUF012 - pydantic field
-    pairs: dict[str, tuple[str, str]] = {}  # noqa: RUF012 - question -> (alias, canonical)
+    frozen = False
 
-    def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
-        def grade(messages: Any) -> Grade:
-            found = _QUESTION.search(str(messages[-1].content))
-            pair = self.pairs.get(found.group(1).strip().lower()) if found else None
-            return Grade(
-                sufficient=True,
-                confidence=0.9,
-                memory_worth_storing=pair is not None,
-                memory_confidence=0.95 if pair else 0.0,
-                memory_fact=f'"{pair[0]}" is called "{pair[1]}" in these documents' if pair else "",
-            )
+    def batch(self, ops: Iterable[Any]) -> list[Any]:
+        ops = list(ops)
+        if not self.frozen:
+            return super().batch(ops)
+        kept = [op for op in ops if not isinstance(op, PutOp)]
+        results = iter(super().batch(kept))
+        return [None if isinstance(op, PutOp) else next(results) for op in ops]
 
-        return RunnableLambda(grade)
+    async def abatch(self, ops: Iterable[Any]) -> list[Any]:
+        return self.batch(ops)
 
 
-def _retrieved(agent: Any, query: str, user: str) -> tuple[list[str], dict[str, Any]]:
-    """Sources of the graph's own retrieval for ``query`` (stopped after ``fuse``), and what
-    memory did in it."""
-    info: dict[str, Any] = {"recalled": False, "memory_terms": "", "best_score": None}
-    for event in agent.stream(query, config={"configurable": {"user_id": user}}):
-        if event["type"] != "node":
-            continue
-        update = event["update"]
-        for trace in update.get("trace") or []:
-            if trace.get("node") == "read_memory":
-                info["recalled"] = bool(trace.get("n_kept"))
-                info["best_score"] = trace.get("best_score")
-            elif trace.get("node") == "lexical_search":
-                info["memory_terms"] = trace.get("memory_terms", "")
-        if event["node"] == "fuse":
-            return [s["source"] for s in update["sources"]], info
-    raise RuntimeError("the graph ended before fuse")
-
-
-def _recall(agent: Any, queries: Sequence[dict[str, Any]], user: str) -> list[dict[str, Any]]:
-    rows = []
-    for q in queries:
-        ranked, info = _retrieved(agent, q["query"], user)
-        ndcg, recall = ndcg_recall(ranked, q["relevant"], k=10)
-        first = next((i for i, pid in enumerate(ranked[:10]) if pid in q["relevant"]), None)
-        rr = 0.0 if first is None else 1.0 / (first + 1)
-        rows.append({"id": q["id"], "recall": recall, "ndcg": ndcg, "mrr": rr, **info})
-    return rows
-
-
-def _mean(values: Sequence[float]) -> float:
-    return round(statistics.fmean(values), 4) if values else float("nan")
-
-
-def _metrics(rows: dict[str, Any], group: Sequence[dict[str, Any]]) -> dict[str, float]:
-    return {m: _mean([rows[q["id"]][m] for q in group]) for m in ("recall", "ndcg", "mrr")}
-
-
-def _by_alias(queries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Queries grouped by alias, in dataset order (the first of each group teaches)."""
-    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for q in queries:
-        out[q["alias"]].append(q)
-    return out
+# --------------------------------------------------------------------------- facts
+def fact_text(alias: str, canonical: str) -> str:
+    """A mapping as a good grader words it (and as the offline learner does)."""
+    return f'"{alias}" is called "{canonical}" in these documents'
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -151,190 +161,615 @@ def _same_word(a: str, b: str) -> bool:
     return a == b or (common >= 4 and common >= min(len(a), len(b)) - 2)
 
 
-def _fact_ok(fact: str, alias: str, canonicals: set[str]) -> bool:
-    """The fact maps ``alias`` to a corpus word the dataset pairs with it (any of them:
-    "purge" is paired with both "remove" and "delete")."""
+_ENCODER = LexicalEncoder()
+
+
+def key_of(alias: str) -> str:
+    """An alias as memory keys it (the agent's BM25 terms: "filepath" and "filepaths",
+    "initialise" and "initialised" are one key, so one memory)."""
+    return alias_key(_ENCODER, alias) or alias.strip().lower()
+
+
+def fact_ok(fact: str, key: str, canonicals: set[str], exact: bool = False) -> bool:
+    """The fact maps the alias keyed ``key`` to a corpus term the set pairs with it: a
+    word of one of the canonical terms (``exact``: every word of one of them), up to
+    inflection."""
     parts = fact.split('"')
-    if len(parts) < 4 or parts[1].lower() != alias.lower():
+    if len(parts) < 4 or key_of(parts[1]) != key:
         return False
-    said = re.findall(r"[a-z]+", parts[3].lower())
-    wanted = {w for c in canonicals for w in c.lower().split()}
-    return any(_same_word(s, w) for s in said for w in wanted)
+    said = re.findall(r"[a-z0-9]+", parts[3].lower())
+    for canonical in canonicals:
+        wanted = re.findall(r"[a-z0-9]+", canonical.lower())
+        hits = [any(_same_word(s, w) for s in said) for w in wanted]
+        if (all(hits) if exact else any(hits)) and wanted:
+            return True
+    return False
 
 
-def _canonicals(queries: Sequence[dict[str, Any]]) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = defaultdict(set)
+# --------------------------------------------------------------------------- data
+def load_set(name: str, limit: int, glossary_sample: int) -> dict[str, Any]:
+    """Corpus, alias groups (one per memory key, teaching query first) and control
+    questions of a set."""
+    from bench.datasets import load, load_controls
+
+    corpus, queries = load(name)
+    controls = load_controls(name)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for q in queries:
-        out[q["alias"]].add(q["canonical"])
+        groups[key_of(q["alias"])].append(q)
+    aliases = sorted(groups)
+    if name == "glossary" and glossary_sample and len(aliases) > glossary_sample:
+        aliases = sorted(random.Random(SEED).sample(aliases, glossary_sample))
+    if name == "glossary" and glossary_sample and len(controls) > glossary_sample:
+        controls = sorted(
+            random.Random(SEED + 1).sample(controls, glossary_sample), key=lambda c: c["id"]
+        )
+    if limit:
+        aliases, controls = aliases[:limit], controls[:limit]
+    return {
+        "corpus": corpus,
+        "groups": {a: groups[a] for a in aliases},
+        "controls": controls,
+        "canonicals": {a: {q["canonical"] for q in groups[a]} for a in aliases},
+    }
+
+
+def ask_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every phrasing of every query of a taught alias (none of them asked in teaching)."""
+    out = []
+    for key, group in data["groups"].items():
+        for q in group:
+            for n, text in enumerate(q["phrasings"]):
+                out.append(
+                    {
+                        "id": f"{q['id']}/p{n}",
+                        "question": text,
+                        "relevant": q["relevant"],
+                        "alias": q["alias"],
+                        "key": key,
+                        "canonical": q["canonical"],
+                        "same_query_as_teaching": q is group[0],
+                    }
+                )
     return out
 
 
-def _teach(
-    agent: Any, queries: Sequence[dict[str, Any]], user: str, canonicals: dict[str, set[str]]
-) -> list[dict[str, Any]]:
-    out = []
-    for q in queries:
-        state = agent.invoke(q["query"], config={"configurable": {"user_id": user}})
-        grade = state.grade
-        out.append(
+def control_questions(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"id": f"{c['id']}/p{n}", "question": text, "relevant": c["relevant"]}
+        for c in data["controls"]
+        for n, text in enumerate(c["phrasings"])
+    ]
+
+
+# --------------------------------------------------------------------------- retrieval
+def retrieve(agent: Any, question: str, user: str) -> tuple[list[str], dict[str, Any]]:
+    """The passages the agent's own graph retrieves for ``question`` (stopped after
+    ``fuse``) and its ``read_memory`` trace event."""
+    memory_event: dict[str, Any] = {}
+    stream = agent.stream(question, config={"configurable": {"user_id": user}})
+    try:
+        for event in stream:
+            if event["type"] != "node":
+                continue
+            update = event["update"]
+            for trace in update.get("trace") or []:
+                if trace.get("node") == "read_memory":
+                    memory_event = trace
+            if event["node"] == "fuse":
+                return [s["source"] for s in update["sources"]], memory_event
+    finally:
+        stream.close()
+    raise RuntimeError("the graph ended before fuse")
+
+
+def bm25_sources(agent: Any, text: str) -> list[str]:
+    """The agent's own BM25 (same tokenizer, index and IDF) over ``text``, no dense."""
+    searcher = agent._components.searcher
+    hits = searcher.lexical_hits(text, limit=TOP_K * 3)
+    payloads = searcher.index.retrieve([h.id for h in hits])
+    return [payloads[h.id].get("source", "") for h in hits if h.id in payloads]
+
+
+def hybrid_sources(agent: Any, text: str) -> list[str]:
+    return [s["source"] for s in agent.search(text, top_k=TOP_K)]
+
+
+def recall10(ranked: Sequence[str], relevant: Sequence[str]) -> float:
+    return ndcg_recall(ranked, relevant, k=TOP_K)[1]
+
+
+# --------------------------------------------------------------------------- scripted LLM
+def scripted_model(data: dict[str, Any]) -> ScriptedGradeModel:
+    """A chat model whose grade names the set's mapping for a teaching question."""
+    teaching = {
+        " ".join(group[0]["query"].lower().split()): (group[0]["alias"], group[0]["canonical"])
+        for group in data["groups"].values()
+    }
+
+    def grade(messages: Sequence[Any]) -> Grade:
+        pair = teaching.get(" ".join(question_of(messages).lower().split()))
+        if pair is None:
+            return Grade(sufficient=True, confidence=0.9)
+        return Grade(
+            sufficient=True,
+            confidence=0.9,
+            memory_worth_storing=True,
+            memory_kind="search_fact",
+            memory_key=pair[0],
+            memory_confidence=0.95,
+            memory_fact=fact_text(*pair),
+        )
+
+    return ScriptedGradeModel(grader=grade)
+
+
+# --------------------------------------------------------------------------- one mode
+def _mean(values: Sequence[float]) -> float | None:
+    return round(statistics.fmean(values), 4) if values else None
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def teach(agent: Any, data: dict[str, Any], given: bool = False) -> dict[str, Any]:
+    """One full turn per alias as ``learner`` (``given``: the set's right fact written
+    through the backend instead, as the write node would); the stored memories read back."""
+    started = time.perf_counter()
+    turns = []
+    encoder = agent._components.searcher.encoder
+    for group in data["groups"].values():
+        first = group[0]
+        if given:
+            agent.memory.add(
+                MemoryRecord(
+                    fact=fact_text(first["alias"], first["canonical"]),
+                    question=first["query"],
+                    answer="",
+                    user_id="learner",
+                    metadata={"collection": agent.collection},
+                    kind="search_fact",
+                    key=alias_key(encoder, first["alias"]),
+                    alias=first["alias"],
+                )
+            )
+            turns.append({"alias": first["alias"], "stored": True, "rewrites": 0})
+            continue
+        state = agent.invoke(first["query"], config={"configurable": {"user_id": "learner"}})
+        turns.append(
             {
-                "id": q["id"],
-                "alias": q["alias"],
+                "alias": first["alias"],
                 "stored": state.memory_fact,
-                "proposed": grade.get("memory_fact", ""),
-                "memory_confidence": round(float(grade.get("memory_confidence", 0.0)), 3),
-                "correct": _fact_ok(state.memory_fact, q["alias"], canonicals[q["alias"]])
-                if state.memory_fact
-                else None,
+                "rewrites": len(state.get("tried_queries") or [1]) - 1,
             }
         )
+    drain = agent.drain_background()
+    seconds = time.perf_counter() - started
+    memories = agent.list_memories("learner")
+    facts = [m for m in memories if m["kind"] == "search_fact"]
+    right: dict[str, str] = {}
+    wrong: list[str] = []
+    for m in facts:
+        key = next(
+            (k for k in data["groups"] if fact_ok(m["text"], k, data["canonicals"][k])), None
+        )
+        if key is None:
+            wrong.append(m["text"])
+        else:
+            right[key] = m["text"]
+    exact = sum(
+        fact_ok(text, key, data["canonicals"][key], exact=True) for key, text in right.items()
+    )
+    return {
+        "turns": len(turns),
+        "fact_given": given,
+        "seconds": round(seconds, 1),
+        "drain": dict(drain),
+        "memories": len(memories),
+        "preferences_stored": len(memories) - len(facts),
+        "facts_stored": len(facts),
+        "facts_right": len(right),
+        "facts_right_every_word": exact,
+        "facts_wrong": len(wrong),
+        "right_facts": sorted(right.values()),
+        "wrong_facts": sorted(wrong),
+        "taught_right": sorted(right),
+        "not_learned": sorted(t["alias"] for t in turns if not t["stored"]),
+        "teaching_turns_rewritten": sum(t["rewrites"] > 0 for t in turns),
+    }
+
+
+def _recalled(event: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in event.get("items") or [] if i.get("kind") == "search_fact"]
+
+
+def evaluate(
+    agent: Any,
+    asks: list[dict[str, Any]],
+    controls: list[dict[str, Any]],
+    data: dict[str, Any],
+    before: dict[str, float],
+    ceiling: dict[str, float],
+    taught_right: set[str],
+) -> dict[str, Any]:
+    """Recall and R@10 of every ask and control question as ``learner``."""
+    rows, misses, wrong_hits, false_hits = [], [], [], []
+    channel: Counter[str] = Counter()
+    for q in asks:
+        ranked, event = retrieve(agent, q["question"], "learner")
+        items = _recalled(event)
+        right = [i for i in items if fact_ok(i["text"], q["key"], data["canonicals"][q["key"]])]
+        for i in right[:1]:
+            channel[i.get("matched", "?")] += 1
+        row = {
+            **q,
+            "recalled_right": bool(right),
+            "recalled_any": bool(items),
+            "recalled_wrong": any(i not in right for i in items),
+            "r10": recall10(ranked, q["relevant"]),
+            "best_similarity": event.get("best_similarity"),
+        }
+        rows.append(row)
+        if not right and q["key"] in taught_right and len(misses) < EXAMPLES:
+            misses.append(
+                {
+                    "question": q["question"],
+                    "alias": q["alias"],
+                    "best_similarity": event.get("best_similarity"),
+                    "recalled": [i["text"] for i in items],
+                }
+            )
+        if row["recalled_wrong"] and len(wrong_hits) < EXAMPLES:
+            wrong_hits.append({"question": q["question"], "recalled": [i["text"] for i in items]})
+    control_rows = []
+    for c in controls:
+        ranked, event = retrieve(agent, c["question"], "learner")
+        items = _recalled(event)
+        control_rows.append(
+            {"id": c["id"], "recalled_any": bool(items), "r10": recall10(ranked, c["relevant"])}
+        )
+        if items and len(false_hits) < EXAMPLES:
+            false_hits.append(
+                {
+                    "question": c["question"],
+                    "recalled": [(i["text"], i.get("matched"), i.get("score")) for i in items],
+                }
+            )
+
+    def r10(group: list[dict[str, Any]]) -> dict[str, Any]:
+        without = _mean([before[q["id"]] for q in group])
+        with_memory = _mean([q["r10"] for q in group])
+        fact_given = _mean([ceiling[q["id"]] for q in group])
+        out: dict[str, Any] = {
+            "n": len(group),
+            "without_memory": without,
+            "with_memory": with_memory,
+            "fact_given_bm25": fact_given,
+            "fact_given_hybrid": _mean([ceiling[q["id"] + "#hybrid"] for q in group]),
+        }
+        if group and fact_given:
+            out["share_of_ceiling"] = round(with_memory / fact_given, 3)
+            out["lift_over_no_memory"] = round(with_memory - without, 4)
+            out["ceiling_headroom"] = round(fact_given - without, 4)
+        return out
+
+    right_aliases = [r for r in rows if r["key"] in taught_right]
+    by_id = {r["id"]: r["r10"] for r in rows}
+    recalled_right = sum(r["recalled_right"] for r in rows)
+    return {
+        "asks": len(rows),
+        "recall_right_fact": _share(recalled_right, len(rows)),
+        "recall_right_fact_where_learned": _share(
+            sum(r["recalled_right"] for r in right_aliases), len(right_aliases)
+        ),
+        "questions_where_learned": len(right_aliases),
+        "recalled_by": dict(channel),
+        "recall_any_fact": _share(sum(r["recalled_any"] for r in rows), len(rows)),
+        "recalled_a_wrong_fact": _share(sum(r["recalled_wrong"] for r in rows), len(rows)),
+        "controls": len(control_rows),
+        "false_recall": _share(sum(c["recalled_any"] for c in control_rows), len(control_rows)),
+        "r10_all": r10(rows),
+        "r10_where_learned": r10(right_aliases),
+        "r10_teaching_query_rephrased": r10([r for r in rows if r["same_query_as_teaching"]]),
+        "r10_controls": {
+            "n": len(control_rows),
+            "without_memory": _mean([before[c["id"]] for c in control_rows]),
+            "with_memory": _mean([c["r10"] for c in control_rows]),
+        },
+        "r10_by_id": by_id,
+        "examples": {
+            "missed_right_fact": misses,
+            "recalled_wrong_fact": wrong_hits,
+            "false_recalls": false_hits,
+        },
+    }
+
+
+def full_turns(
+    agent: Any,
+    store: FreezableStore,
+    sample: list[dict[str, Any]],
+    first: dict[str, dict[str, float]],
+) -> dict[str, Any]:
+    """R@10 of the sources a user gets from a whole turn (answer, grade, and the rewrites
+    an insufficient grade triggers), without memory (``nobody``) and with it
+    (``learner``), beside that of the same questions' first search (``first``, by
+    question id); the store is frozen, so these turns store nothing."""
+    store.frozen = True
+    try:
+        out: dict[str, Any] = {"n": len(sample)}
+        for label, user in (("without_memory", "nobody"), ("with_memory", "learner")):
+            r10, rewritten = [], 0
+            for q in sample:
+                state = agent.invoke(q["question"], config={"configurable": {"user_id": user}})
+                r10.append(recall10([s["source"] for s in state.sources], q["relevant"]))
+                rewritten += len(state.get("tried_queries") or [1]) > 1
+            out[label] = _mean(r10)
+            out[f"first_search_{label}"] = _mean([first[label][q["id"]] for q in sample])
+            out[f"rewritten_{label}"] = _share(rewritten, len(sample))
+        agent.drain_background()
+    finally:
+        store.frozen = False
     return out
 
 
-def run_mode(
-    mode: str,
-    queries: list[dict[str, Any]],
-    embeddings: Any,
-    before: list[dict[str, Any]] | None,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    model = (
-        None
-        if mode == "offline"
-        else KnowsTheAliases(
-            pairs={q["query"].lower(): (q["alias"], q["canonical"]) for q in queries}
-        )
-    )
-    store = InMemoryStore()  # memories outlive the agents below: the store is passed in
-
-    def agent(**settings: Any) -> Any:
-        return open_agent(
-            COLLECTION, embeddings=embeddings, model=model, memory_store=store, top_k=10, **settings
-        )
-
-    by_alias = _by_alias(queries)
-    taught = [group[0] for group in by_alias.values()]
-    others = [q for group in by_alias.values() for q in group[1:]]
-    rag = agent()
-    try:
-        if before is None:
-            before = _recall(rag, queries, user="nobody")
-        started = time.perf_counter()
-        teaching = _teach(rag, taught, user="learner", canonicals=_canonicals(queries))
-        drain = rag.drain_background()
-        teach_seconds = time.perf_counter() - started
-        after = _recall(rag, queries, user="learner")
-    finally:
-        rag.close()
-    low = agent(memory_relevance_threshold=LOW_RELEVANCE)
-    try:
-        after_low = _recall(low, others, user="learner")
-    finally:
-        low.close()
-    was = {row["id"]: row for row in before}
-    now = {row["id"]: row for row in after}
-    low_now = {row["id"]: row for row in after_low}
-    stored = [t for t in teaching if t["stored"]]
-
-    def metrics(rows: dict[str, Any], group: list[dict[str, Any]]) -> dict[str, float]:
-        return {m: _mean([rows[q["id"]][m] for q in group]) for m in ("recall", "ndcg", "mrr")}
-
-    def changed(group: list[dict[str, Any]], rows: dict[str, Any]) -> dict[str, int]:
-        return {
-            "recalled": sum(rows[q["id"]]["recalled"] for q in group),
-            "ranked_higher": sum(rows[q["id"]]["mrr"] > was[q["id"]]["mrr"] for q in group),
-            "ranked_lower": sum(rows[q["id"]]["mrr"] < was[q["id"]]["mrr"] for q in group),
-        }
-
-    result = {
-        "recall@10_without_memory": metrics(was, queries)["recall"],
-        "recall@10_after_learning": metrics(now, queries)["recall"],
-        "same_question": {
-            "what": "the teaching questions asked again",
-            "n": len(taught),
-            "before@10": metrics(was, taught),
-            "after@10": metrics(now, taught),
-            **changed(taught, now),
-        },
-        "other_questions_same_alias": {
-            "what": "questions never asked before that use a learned alias",
-            "n": len(others),
-            "before@10": metrics(was, others),
-            f"after@10_relevance_{DEFAULT_RELEVANCE}": metrics(now, others),
-            f"at_{DEFAULT_RELEVANCE}": changed(others, now),
-            f"after@10_relevance_{LOW_RELEVANCE}": metrics(low_now, others),
-            f"at_{LOW_RELEVANCE}": changed(others, low_now),
-            "best_memory_score_median": round(
-                statistics.median(now[q["id"]]["best_score"] or 0.0 for q in others), 3
-            )
-            if others
-            else None,
-        },
-        "teaching": {
-            "turns": len(taught),
-            "facts_stored": len(stored),
-            "facts_correct": sum(bool(t["correct"]) for t in stored),
-            "seconds": round(teach_seconds, 1),
-            "drain": dict(drain),
-        },
-        "stored_facts": sorted(t["stored"] for t in stored if t["correct"]),
-        "wrong_facts": sorted(t["stored"] for t in stored if not t["correct"]),
+def targets(result: dict[str, Any]) -> dict[str, Any]:
+    """Issue 11's thresholds, checked (``None`` where a target does not apply)."""
+    r10 = result["r10_all"]
+    headroom = r10.get("ceiling_headroom") or 0.0
+    return {
+        "recall_right_fact>=0.9": (result["recall_right_fact"] or 0.0) >= TARGET_RECALL,
+        "recall_right_fact_where_learned>=0.9": (result["recall_right_fact_where_learned"] or 0.0)
+        >= TARGET_RECALL,
+        "false_recall<=0.05": (result["false_recall"] or 0.0) <= TARGET_FALSE_RECALL,
+        "r10_with_memory>=0.8x_ceiling": (r10.get("share_of_ceiling") or 0.0)
+        >= TARGET_CEILING_SHARE,
+        "r10_lift>=0.3": (r10.get("lift_over_no_memory") or 0.0) >= TARGET_LIFT
+        if headroom >= TARGET_LIFT
+        else None,
     }
-    return result, before
+
+
+def run_set(name: str, args: argparse.Namespace, embeddings: Any) -> dict[str, Any]:
+    log_started = time.perf_counter()
+    data = load_set(name, args.limit, args.glossary_sample)
+    collection = COLLECTIONS[name]
+    build = build_collection(collection, data["corpus"], CachedEmbeddings())
+    asks, controls = ask_questions(data), control_questions(data)
+
+    # Without memory and the ceilings: the same for every mode (the model acts after fuse).
+    plain = open_agent(collection, embeddings=embeddings, memory_store=InMemoryStore(), top_k=TOP_K)
+    before: dict[str, float] = {}
+    ceiling: dict[str, float] = {}
+    try:
+        for q in [*asks, *controls]:
+            ranked, _ = retrieve(plain, q["question"], "nobody")
+            before[q["id"]] = recall10(ranked, q["relevant"])
+        for q in asks:
+            given = f"{q['question']} {fact_text(q['alias'], q['canonical'])}"
+            ceiling[q["id"]] = recall10(bm25_sources(plain, given), q["relevant"])
+            ceiling[q["id"] + "#hybrid"] = recall10(hybrid_sources(plain, given), q["relevant"])
+    finally:
+        plain.close()
+
+    modes: dict[str, Any] = {}
+    for mode in args.modes:
+        started = time.perf_counter()
+        model = scripted_model(data) if mode == "scripted-llm" else None
+        store = FreezableStore()
+        agent = open_agent(
+            collection, embeddings=embeddings, model=model, memory_store=store, top_k=TOP_K
+        )
+        try:
+            taught = teach(agent, data, given=mode == "offline-fact-given")
+            result = evaluate(
+                agent, asks, controls, data, before, ceiling, set(taught.pop("taught_right"))
+            )
+            sample = random.Random(SEED).sample(asks, min(args.full_turns, len(asks)))
+            first = {"without_memory": before, "with_memory": result.pop("r10_by_id")}
+            result["r10_full_turns"] = full_turns(agent, store, sample, first)
+        finally:
+            agent.close()
+        result = {"teaching": taught, **result}
+        result["targets"] = targets(result)
+        result["seconds"] = round(time.perf_counter() - started, 1)
+        modes[mode] = result
+    return {
+        "corpus": f"{build['passages']} passages",
+        "aliases": len(data["groups"]),
+        "ask_questions": len(asks),
+        "control_questions": len(controls),
+        "modes": modes,
+        "seconds": round(time.perf_counter() - log_started, 1),
+    }
+
+
+# --------------------------------------------------------------------------- preferences
+def _carries(text: str, instruction: str) -> bool:
+    return instruction.lower() in text.lower()
+
+
+def preference_scenario(
+    mode: str, embeddings: Any, questions: list[str], n_questions: int
+) -> dict[str, Any]:
+    """Preferences stated once, then checked on later turns in new threads."""
+    model = ScriptedGradeModel(grader=_preference_grade) if mode == "scripted-llm" else None
+    agent = open_agent(
+        COLLECTIONS["aliases"],
+        embeddings=embeddings,
+        model=model,
+        memory_store=InMemoryStore(),
+        checkpointer=MemorySaver(),
+        top_k=5,
+    )
+    rows = []
+
+    def ask(user: str, thread: str, question: str) -> tuple[str, str | None]:
+        config = {"configurable": {"user_id": user, "thread_id": thread}}
+        before = len(model.answer_prompts) if model is not None else 0
+        state = agent.invoke(question, config=config)
+        prompt = None
+        if model is not None and len(model.answer_prompts) > before:
+            prompt = model.answer_prompts[-1]
+        return state.memory_context, prompt
+
+    try:
+        for k, (statement, subject, instruction) in enumerate(PREFERENCE_STATEMENTS):
+            user, other = f"pref-user-{k}", f"pref-other-{k}"
+            ask(user, f"{user}-t0", statement)
+            later = questions[k * n_questions : (k + 1) * n_questions]
+            carried = prompts = leaks = 0
+            for n, question in enumerate(later):
+                context, prompt = ask(user, f"{user}-t{n + 1}", question)
+                carried += _carries(context, instruction)
+                prompts += prompt is not None and _carries(prompt, instruction)
+                other_context, other_prompt = ask(other, f"{other}-t{n}", question)
+                leaks += bool(other_context) or (
+                    other_prompt is not None and _carries(other_prompt, instruction)
+                )
+            stored = [m for m in agent.list_memories(user) if m["kind"] == "preference"]
+            rows.append(
+                {
+                    "statement": statement,
+                    "subject": subject,
+                    "stored": [m["text"] for m in stored],
+                    "later_turns": len(later),
+                    "carried_in_memory_context": carried,
+                    "carried_in_answer_prompt": prompts if model is not None else None,
+                    "leaked_to_other_user": leaks,
+                }
+            )
+        # replacement: German, then French; later turns must carry French only
+        user = "pref-replaced"
+        ask(user, f"{user}-t0", PREFERENCE_STATEMENTS[0][0])
+        ask(user, f"{user}-t1", REPLACEMENT[0])
+        replaced = []
+        for n, question in enumerate(questions[-n_questions:]):
+            context, prompt = ask(user, f"{user}-t{n + 2}", question)
+            shown = prompt if prompt is not None else context
+            replaced.append(_carries(shown, REPLACEMENT[2]) and not _carries(shown, "German"))
+    finally:
+        agent.close()
+    turns = sum(r["later_turns"] for r in rows)
+    return {
+        "statements": len(rows),
+        "later_turns": turns,
+        "share_carried_in_memory_context": _share(
+            sum(r["carried_in_memory_context"] for r in rows), turns
+        ),
+        "share_carried_in_answer_prompt": _share(
+            sum(r["carried_in_answer_prompt"] for r in rows), turns
+        )
+        if model is not None
+        else None,
+        "leaks_to_other_user": sum(r["leaked_to_other_user"] for r in rows),
+        "replacement_french_after_german": _share(sum(replaced), len(replaced)),
+        "per_statement": rows,
+    }
+
+
+def _preference_grade(messages: Sequence[Any]) -> Grade:
+    """What a good LLM grader says: the stated preference, with its subject."""
+    question = " ".join(question_of(messages).split())
+    for statement, subject, instruction in (*PREFERENCE_STATEMENTS, REPLACEMENT):
+        if question == statement:
+            return Grade(
+                sufficient=True,
+                confidence=0.9,
+                memory_worth_storing=True,
+                memory_kind="preference",
+                memory_key=subject,
+                memory_confidence=0.95,
+                memory_fact=instruction,
+            )
+    return Grade(sufficient=True, confidence=0.9)
+
+
+# --------------------------------------------------------------------------- main
+def _unrelated_questions(n: int) -> list[str]:
+    """Man page questions in their plain wording (no alias, nothing preference-like)."""
+    from bench.datasets import load
+
+    _, queries = load("manpages")
+    pool = sorted({q["query"] for q in queries})
+    return random.Random(SEED).sample(pool, n)
+
+
+def _summary(sets: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for name, res in sets.items():
+        for mode, r in res["modes"].items():
+            out.append(
+                {
+                    "set": name,
+                    "mode": mode,
+                    "facts_right/taught": f"{r['teaching']['facts_right']}/{r['teaching']['turns']}",
+                    "recall_right_fact": r["recall_right_fact"],
+                    "recall_right_fact_where_learned": r["recall_right_fact_where_learned"],
+                    "false_recall": r["false_recall"],
+                    "r10_without": r["r10_all"]["without_memory"],
+                    "r10_with": r["r10_all"]["with_memory"],
+                    "r10_fact_given_bm25": r["r10_all"]["fact_given_bm25"],
+                    "share_of_ceiling": r["r10_all"].get("share_of_ceiling"),
+                    "lift": r["r10_all"].get("lift_over_no_memory"),
+                }
+            )
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--modes", nargs="+", default=["offline", "scripted-llm"])
-    parser.add_argument("--limit", type=int, default=0, help="first N queries only (smoke)")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sets", nargs="+", default=list(COLLECTIONS), choices=list(COLLECTIONS))
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--limit", type=int, default=0, help="first N aliases per set (smoke)")
+    parser.add_argument("--glossary-sample", type=int, default=150)
+    parser.add_argument("--pref-questions", type=int, default=10)
+    parser.add_argument(
+        "--full-turns", type=int, default=100, help="questions also asked as whole turns"
+    )
+    parser.add_argument("--no-preferences", action="store_true")
     args = parser.parse_args(argv)
     setup_logging()
     started = time.perf_counter()
-    from bench.datasets import load
-
-    corpus, queries = load("aliases")
-    if args.limit:
-        queries = queries[: args.limit]
-    build = build_collection(COLLECTION, corpus, CachedEmbeddings())
     embeddings = MiniLMEmbeddings().load()
-    modes: dict[str, Any] = {}
-    before = None
-    for mode in args.modes:
-        modes[mode], before = run_mode(mode, queries, embeddings, before)
-    # The ceiling of what learning the word can do: each query in the corpus's own wording.
-    rag = open_agent(COLLECTION, embeddings=embeddings, top_k=10)
-    try:
-        worded = _recall(rag, [{**q, "query": q["base_query"]} for q in queries], user="nobody")
-    finally:
-        rag.close()
-    firsts = {qs[0]["id"] for qs in _by_alias(queries).values()}
-    corpus_wording = {
-        "what": "every query with the corpus's word instead of the alias, no memory",
-        "same_question@10": _metrics(
-            {r["id"]: r for r in worded}, [q for q in queries if q["id"] in firsts]
-        ),
-        "other_questions@10": _metrics(
-            {r["id"]: r for r in worded}, [q for q in queries if q["id"] not in firsts]
-        ),
-    }
-    payload = {
-        "benchmark": "memory_alias",
-        "command": "python -m bench.memory.alias_bench "
-        + " ".join(sys.argv[1:] if argv is None else argv),
-        "git": git_revision(),
-        "machine": machine(),
-        "corpus": f"bench.datasets aliases: Linux man-pages 6.03 ({build['passages']} passages)",
-        "queries": len(queries),
-        "aliases": len({q["alias"] for q in queries}),
+    sets = {name: run_set(name, args, embeddings) for name in args.sets}
+    payload: dict[str, Any] = {
+        "command": "python -m bench.memory.alias_bench " + " ".join(argv or sys.argv[1:]),
         "protocol": "see bench/memory/alias_bench.py docstring",
-        "memory": "InMemoryStore (memory_store=), default thresholds unless named",
-        "modes": modes,
-        "corpus_wording": corpus_wording,
+        "memory": "InMemoryStore (memory_store=), default thresholds",
+        "top_k": TOP_K,
+        "targets": {
+            "recall_right_fact": TARGET_RECALL,
+            "false_recall": TARGET_FALSE_RECALL,
+            "r10_share_of_ceiling": TARGET_CEILING_SHARE,
+            "r10_lift": TARGET_LIFT,
+        },
+        "summary": _summary(sets),
+        "sets": sets,
     }
-    payload["run_seconds"] = round(time.perf_counter() - started, 1)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "memory_alias.json").write_text(json.dumps(payload, indent=2) + "\n")
+    if not args.no_preferences:
+        n = 3 if args.limit else args.pref_questions
+        questions = _unrelated_questions(n * (len(PREFERENCE_STATEMENTS) + 1))
+        payload["preferences"] = {
+            mode: preference_scenario(mode, embeddings, questions, n)
+            for mode in args.modes
+            if mode != "offline-fact-given"
+        }
+    write_result("memory_alias", payload, started)
     return payload
 
 
+def _print(payload: dict[str, Any], out: Callable[[str], None] = print) -> None:
+    for row in payload["summary"]:
+        out("  ".join(f"{k}={v}" for k, v in row.items()))
+    for mode, p in (payload.get("preferences") or {}).items():
+        out(
+            f"preferences {mode}: context {p['share_carried_in_memory_context']}, prompt "
+            f"{p['share_carried_in_answer_prompt']}, leaks {p['leaks_to_other_user']}, "
+            f"replacement {p['replacement_french_after_german']}"
+        )
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(), indent=2))
+    _print(main())

@@ -121,19 +121,19 @@ _LENGTH_RULES = [
 _FORMAT_RULES = [
     (
         _rule(
-            rf"(?:use|give me|i(?:'d| would)? (?:prefer|like)) bullet(?:ed)? (?:points|lists?)(?: in (?:your )?{_ANSWERS})?"
+            rf"(?:use|give me|i(?:'d| would)? (?:prefer|like)) (?:a )?bullet(?:ed)? (?:points|lists?)(?: in (?:your )?{_ANSWERS})?"
         ),
         "Format answers as bullet points.",
     ),
     (
         _rule(
-            rf"(?:{_RESPOND}|format (?:your )?{_ANSWERS}) (?:in|as|with) bullet(?:ed)? (?:points|lists?)"
+            rf"(?:{_RESPOND}|format (?:your )?{_ANSWERS}) (?:in|as|with) (?:a )?bullet(?:ed)? (?:points|lists?)"
         ),
         "Format answers as bullet points.",
     ),
     (
         _rule(
-            rf"i(?:'d| would)? (?:prefer|like) {_ANSWERS} (?:in|as) bullet(?:ed)? (?:points|lists?)"
+            rf"i(?:'d| would)? (?:prefer|like) {_ANSWERS} (?:in|as) (?:a )?bullet(?:ed)? (?:points|lists?)"
         ),
         "Format answers as bullet points.",
     ),
@@ -148,7 +148,9 @@ _TONE_RULES = [
 _ADDRESS_RULES = [
     _rule(r"(?:call me|address me as|refer to me as) (?P<name>[\w .'-]{1,40}?)"),
 ]
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# A sentence ends at . ! or ? -- not after a title ("Address me as Dr. Lee.").
+_TITLES = "".join(rf"(?<!\b{t}\.)" for t in ("Dr", "Mr", "Mrs", "Ms", "Mx", "Prof", "St"))
+_SENTENCES = re.compile(rf"(?<=[.!?]){_TITLES}\s+|\n+")
 
 
 def _sentence_preference(sentence: str) -> Preference | None:

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
@@ -50,11 +51,11 @@ VECTORS = "memory_vectors"
 _LABEL_UNSAFE = re.compile(r"[.%*]")
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    """A vector as unit-length float32 (all zeros stays zeros), for cosine by one dot."""
+    arr = np.asarray(vector, dtype=np.float32).ravel()
+    norm = float(np.linalg.norm(arr))
+    return arr / norm if norm and math.isfinite(norm) else np.zeros_like(arr)
 
 
 _HIDDEN = frozenset({"text", "embedding", "recall", "question_embedding"})
@@ -116,7 +117,8 @@ class StoreBackend:
         # InMemoryStore lists oldest first, so all of a user's items are read and the
         # newest kept; PostgresStore already returns the most recent first.
         self._listing_limit = 1_000_000 if isinstance(store, InMemoryStore) else scan_limit
-        self._cache: OrderedDict[tuple[str, str, str], list[float]] = OrderedDict()
+        # unit-length vectors of recently scored facts, by (user, key, updated_at)
+        self._cache: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
 
     @staticmethod
@@ -203,7 +205,7 @@ class StoreBackend:
         """Cosine similarity of the question to each fact's vector."""
         if not facts:
             return []
-        vectors = {it.key: self._cached(ns, it) for it in facts}
+        vectors: dict[str, np.ndarray | None] = {it.key: self._cached(ns, it) for it in facts}
         missing = [it for it in facts if vectors[it.key] is None]
         if missing:
             vector_ns = self.namespace(request.user_id, VECTORS)
@@ -211,7 +213,7 @@ class StoreBackend:
             for it, found in zip(missing, stored, strict=True):
                 value = found.value if found is not None else it.value  # older releases
                 if value.get("embedding") and value.get("embedding_model") == self.embedding_name:
-                    vectors[it.key] = list(value["embedding"])
+                    vectors[it.key] = _unit(value["embedding"])
             unembedded = [it for it in missing if vectors[it.key] is None]
             if unembedded:  # written by other code: embed once, then cached
                 texts = [
@@ -219,18 +221,19 @@ class StoreBackend:
                 ]
                 fresh = yield self._embed_documents(texts)
                 for it, vector in zip(unembedded, fresh, strict=True):
-                    vectors[it.key] = vector
+                    vectors[it.key] = _unit(vector)
             self._remember(ns, missing, vectors)
-        query = yield self._embed_query(request.query)
-        hits = []
-        for it in facts:
-            vector = vectors[it.key]
-            if vector is not None:
-                score = _cosine(query, vector)
-                hits.append(_hit(it, score, "similarity", score))
-        return sorted(hits, key=lambda h: -h.score)[: request.limit]
+        query = _unit((yield self._embed_query(request.query)))
+        # one matrix product, not a Python loop: 500 facts x 384 dims took ~60 ms that way
+        scored = [(it, v) for it in facts if (v := vectors[it.key]) is not None]
+        scored = [(it, v) for it, v in scored if v.shape == query.shape]
+        if not scored:
+            return []
+        scores = np.stack([v for _, v in scored]) @ query
+        best = np.argsort(-scores, kind="stable")[: request.limit]
+        return [_hit(scored[i][0], float(scores[i]), "similarity", float(scores[i])) for i in best]
 
-    def _cached(self, ns: tuple[str, str], it: SearchItem) -> list[float] | None:
+    def _cached(self, ns: tuple[str, str], it: SearchItem) -> np.ndarray | None:
         with self._cache_lock:
             return self._cache.get((ns[1], it.key, str(it.updated_at)))
 

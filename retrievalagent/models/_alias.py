@@ -29,6 +29,10 @@ is absent from the corpus):
 * **Margin** over the best candidate of another stem: a mapping is proposed with confidence
   only when one corpus term clearly wins.
 
+Nothing is proposed when the passages share no term with the rest of the question (the
+question is the absent word alone, as "what is AAUI?"): dense search then matched only the
+pieces of an unknown word, and there is no evidence the passages are about it.
+
 The confidence needs the *meaning* evidence (word similarity and the two swaps) not to be
 clearly negative, however well the candidate is grounded: a named term of the top passage
 that fits neither sentence ("room" -> "vault") is not stored. A plain word inflected unlike
@@ -81,6 +85,7 @@ MARGIN_FULL = 0.08  # margin over the best other stem that counts as a clear win
 PULL_SPREAD = 0.04  # least spread of the drops in similarity that orders passages fully
 PULL_DEPTH = 64  # dense hits read per similarity check
 CONTEXT_WORDS = 12  # words either side of a candidate in the corpus-side check
+ANCHOR_PASSAGES = 4  # passages that must share a term with the rest of the question
 
 
 def stem_root(word: str) -> str:
@@ -219,6 +224,31 @@ class AliasFinder:
         absent = self.index.absent_terms(sorted({i for v in ids.values() for i in v}))
         return [w for w in words if ids[w] and set(ids[w]) <= absent and w not in NOT_A_NAME]
 
+    def anchored(
+        self, question: str, absent: Sequence[str], sources: Sequence[dict[str, Any]]
+    ) -> bool:
+        """Whether the passages share a term with the rest of the question.
+
+        A question that is the absent word and nothing the passages say ("what is AAUI?")
+        was matched by nothing but the pieces of that unknown word: no part of it shows the
+        passages are about it, so a mapping learned from them is a guess (on a glossary of
+        acronyms, 98 of 103 such guesses were wrong).
+        """
+        missing = {w.lower() for w in absent}
+        rest = {
+            i
+            for w in self.encoder.words(question)
+            if w not in missing
+            for i in self.encoder.term_ids(w)
+        }
+        if not rest:
+            return False
+        for src in sources[:ANCHOR_PASSAGES]:
+            text = " ".join(src.get("headings") or []) + " " + str(src.get("text", ""))
+            if rest & set(self.encoder.query_terms(text)):
+                return True
+        return False
+
     # -- which retrieved passages the absent word points to ------------------------------
     def passage_weights(
         self,
@@ -317,7 +347,7 @@ class AliasFinder:
     ) -> AliasProposal | None:
         """The best-supported mapping for this turn, or None when nothing is convincing."""
         absent = self.absent_words(question)
-        if not absent or not sources:
+        if not absent or not sources or not self.anchored(question, absent, sources):
             return None
         patterns = {a: _unit_pattern(a) for a in absent}
         q_vec = self.embeddings.embed_query(question)  # cached: dense search embedded it
