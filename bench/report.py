@@ -934,6 +934,30 @@ def langchain_section(lc: dict[str, Any] | None) -> str:
     )
 
 
+def crash_body(res: dict[str, Any]) -> str:
+    """The ingest fault harness: kills that landed and what the next full run found."""
+    signals = ", ".join(f"{k} {v}" for k, v in sorted(res.get("by_signal", {}).items()))
+    rows = [
+        ("Kills that landed on a running ingest", f"{res['kills']} ({signals})"),
+        ("Rounds (edit, kill, full run, compare)", res["rounds"]),
+        ("Ctrl-C runs that printed what was finished", res.get("ctrl_c_reported", "–")),
+        ("Partial files after the full run", res["partial_files"]),
+        ("Stale files (no longer in the folder)", res["stale_files"]),
+        ("Files missing", res["missing_files"]),
+        ("Sources with staged leftovers", res["staged_leftovers"]),
+        ("Minutes", res["minutes"]),
+    ]
+    asked = res.get("kills_asked")
+    note = (
+        f"\n\nThe run asked for {asked} kills and was stopped after {res['kills']}: "
+        f"{60 * res['minutes'] / max(res['rounds'], 1):.0f} s per round on 2 cores shared "
+        "with other jobs.\n"
+        if asked and res["kills"] < asked
+        else ""
+    )
+    return table(("What", "Value"), rows) + note
+
+
 def others_section(results: dict[str, dict[str, Any]]) -> str:
     out = []
     for name, res in results.items():
@@ -957,6 +981,8 @@ def others_section(results: dict[str, dict[str, Any]]) -> str:
                     for k, v in cp["invoke"].items()
                 ],
             )
+        elif name == "ingest_crash":
+            body = crash_body(res)
         else:
             body = "See the JSON file for the numbers."
         cmd = res.get("command", "")
