@@ -12,7 +12,6 @@ it (:mod:`retrievalagent.models._usage`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,7 +35,7 @@ from retrievalagent.models._prompts import (
     search_hints,
 )
 from retrievalagent.models._retry import RetryPolicy
-from retrievalagent.models._usage import record
+from retrievalagent.models._usage import ametered_call, metered_call
 from retrievalagent.types import Grade
 
 __all__ = [
@@ -94,32 +93,18 @@ class LLMAnswerer:
         return [SystemMessage(system), *request.history, HumanMessage(request.question)]
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        messages, start = self.messages(request), time.perf_counter()
-        reply = self.retry.call(
-            lambda: self.model.invoke(messages, config), model=self.name, role="answer"
+        messages = self.messages(request)
+        reply = metered_call(
+            "answer", messages, lambda: self.model.invoke(messages, config), self.retry, self.name
         )
-        record("answer", messages, reply, start)
         return Answer(_text(reply).strip(), self.generated_by, llm=True)
 
     async def aanswer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        messages, start = self.messages(request), time.perf_counter()
-        reply = await self.retry.acall(
-            lambda: self.model.ainvoke(messages, config), model=self.name, role="answer"
+        messages = self.messages(request)
+        reply = await ametered_call(
+            "answer", messages, lambda: self.model.ainvoke(messages, config), self.retry, self.name
         )
-        record("answer", messages, reply, start)
         return Answer(_text(reply).strip(), self.generated_by, llm=True)
-
-
-def _raw(reply: Any) -> Any:
-    """The raw message of an ``include_raw`` reply (None when the model gave no such dict)."""
-    return reply.get("raw") if isinstance(reply, Mapping) and "raw" in reply else None
-
-
-def _dumped(reply: Any) -> str:
-    """A structured value as text, to estimate its tokens when there is no raw message."""
-    if isinstance(reply, BaseModel):
-        return reply.model_dump_json()
-    return "" if _raw(reply) is not None else str(reply)
 
 
 def _structured(reply: Any) -> tuple[Any, Any]:
@@ -175,8 +160,7 @@ class LLMInlineAnswerer:
         )
         return [SystemMessage(system), *request.history, HumanMessage(request.question)]
 
-    def _done(self, messages: list[BaseMessage], reply: Any, start: float) -> tuple[Answer, Grade]:
-        record("answer", messages, _raw(reply), start, fallback_output=_dumped(reply))
+    def _done(self, reply: Any) -> tuple[Answer, Grade]:
         parsed, _ = _structured(reply)
         fields = _parse_as(parsed, GradedAnswer).model_dump()
         answer = str(fields.pop("answer") or "").strip()
@@ -185,32 +169,16 @@ class LLMInlineAnswerer:
     def answer_and_grade(
         self, request: AnswerRequest, config: RunnableConfig | None = None
     ) -> tuple[Answer, Grade]:
-        messages, start = self.messages(request), time.perf_counter()
-        try:
-            reply = self.retry.call(
-                lambda: self.runnable.invoke(messages, _nostream(config)),
-                model=self.name,
-                role="answer",
-            )
-        except (ValueError, TypeError):  # a reply that did not parse still cost a call
-            record("answer", messages, None, start)
-            raise
-        return self._done(messages, reply, start)
+        messages = self.messages(request)
+        call = lambda: self.runnable.invoke(messages, _nostream(config))  # noqa: E731
+        return self._done(metered_call("answer", messages, call, self.retry, self.name))
 
     async def aanswer_and_grade(
         self, request: AnswerRequest, config: RunnableConfig | None = None
     ) -> tuple[Answer, Grade]:
-        messages, start = self.messages(request), time.perf_counter()
-        try:
-            reply = await self.retry.acall(
-                lambda: self.runnable.ainvoke(messages, _nostream(config)),
-                model=self.name,
-                role="answer",
-            )
-        except (ValueError, TypeError):  # a reply that did not parse still cost a call
-            record("answer", messages, None, start)
-            raise
-        return self._done(messages, reply, start)
+        messages = self.messages(request)
+        call = lambda: self.runnable.ainvoke(messages, _nostream(config))  # noqa: E731
+        return self._done(await ametered_call("answer", messages, call, self.retry, self.name))
 
 
 class LLMGrader:
@@ -247,35 +215,15 @@ class LLMGrader:
             return Grade.model_validate(parsed)
         raise TypeError(f"the grader returned {type(parsed).__name__}, not a Grade")
 
-    def _done(self, messages: list[BaseMessage], reply: Any, start: float) -> Grade:
-        record("grade", messages, _raw(reply), start, fallback_output=_dumped(reply))
-        return self.parse(reply)
-
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        messages, start = self.messages(request), time.perf_counter()
-        try:
-            reply = self.retry.call(
-                lambda: self.runnable.invoke(messages, _nostream(config)),
-                model=self.name,
-                role="grade",
-            )
-        except (ValueError, TypeError):  # a reply that did not parse still cost a call
-            record("grade", messages, None, start)
-            raise
-        return self._done(messages, reply, start)
+        messages = self.messages(request)
+        call = lambda: self.runnable.invoke(messages, _nostream(config))  # noqa: E731
+        return self.parse(metered_call("grade", messages, call, self.retry, self.name))
 
     async def agrade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        messages, start = self.messages(request), time.perf_counter()
-        try:
-            reply = await self.retry.acall(
-                lambda: self.runnable.ainvoke(messages, _nostream(config)),
-                model=self.name,
-                role="grade",
-            )
-        except (ValueError, TypeError):  # a reply that did not parse still cost a call
-            record("grade", messages, None, start)
-            raise
-        return self._done(messages, reply, start)
+        messages = self.messages(request)
+        call = lambda: self.runnable.ainvoke(messages, _nostream(config))  # noqa: E731
+        return self.parse(await ametered_call("grade", messages, call, self.retry, self.name))
 
 
 class LLMRewriter:
@@ -303,23 +251,14 @@ class LLMRewriter:
     def rewrite(
         self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
     ) -> str | None:
-        messages, start = self.messages(request, tried), time.perf_counter()
-        reply = self.retry.call(
-            lambda: self.model.invoke(messages, _nostream(config)),
-            model=self.name,
-            role="rewrite",
-        )
-        record("rewrite", messages, reply, start)
-        return self.parse(reply, tried)
+        messages = self.messages(request, tried)
+        call = lambda: self.model.invoke(messages, _nostream(config))  # noqa: E731
+        return self.parse(metered_call("rewrite", messages, call, self.retry, self.name), tried)
 
     async def arewrite(
         self, request: AnswerRequest, tried: Sequence[str], config: RunnableConfig | None = None
     ) -> str | None:
-        messages, start = self.messages(request, tried), time.perf_counter()
-        reply = await self.retry.acall(
-            lambda: self.model.ainvoke(messages, _nostream(config)),
-            model=self.name,
-            role="rewrite",
-        )
-        record("rewrite", messages, reply, start)
+        messages = self.messages(request, tried)
+        call = lambda: self.model.ainvoke(messages, _nostream(config))  # noqa: E731
+        reply = await ametered_call("rewrite", messages, call, self.retry, self.name)
         return self.parse(reply, tried)

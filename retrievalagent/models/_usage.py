@@ -14,12 +14,26 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["CHARS_PER_TOKEN", "Meter", "estimate_tokens", "metering", "record", "turn_usage"]
+if TYPE_CHECKING:
+    from retrievalagent.models._retry import RetryPolicy
+
+T = TypeVar("T")
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "Meter",
+    "ametered_call",
+    "estimate_tokens",
+    "metered_call",
+    "metering",
+    "record",
+    "turn_usage",
+]
 
 #: The estimate used when a provider reports no usage: characters per token.
 CHARS_PER_TOKEN = 4
@@ -159,3 +173,59 @@ def turn_usage(trace: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for part in [*roles.values(), total]:
         part["ms"] = round(part["ms"], 3)
     return {**roles, "total": total}
+
+
+def _raw(reply: Any) -> Any:
+    """The raw message of an ``include_raw`` reply (None when the model gave no such dict)."""
+    return reply.get("raw") if isinstance(reply, Mapping) and "raw" in reply else None
+
+
+def _dumped(reply: Any) -> str:
+    """A structured value as text, to estimate its tokens when there is no raw message."""
+    from pydantic import BaseModel
+
+    if isinstance(reply, BaseModel):
+        return reply.model_dump_json()
+    return "" if _raw(reply) is not None else str(reply)
+
+
+def _settle(role: str, prompt: Sequence[Any], reply: Any, start: float) -> None:
+    """Record a finished call: a chat message as it is, a structured reply by its raw
+    message (or, from a model that gives none, by its value as text)."""
+    if hasattr(reply, "content"):
+        record(role, prompt, reply, start)
+    else:
+        record(role, prompt, _raw(reply), start, fallback_output=_dumped(reply))
+
+
+def metered_call(
+    role: str, prompt: Sequence[Any], call: Callable[[], T], retry: RetryPolicy, model: str
+) -> T:
+    """``call()`` through ``retry``, recorded as one ``role`` call (a reply that did not
+    parse still cost a call, and is recorded before its error goes up)."""
+    start = time.perf_counter()
+    try:
+        reply = retry.call(call, model=model, role=role)
+    except (ValueError, TypeError):
+        record(role, prompt, None, start)
+        raise
+    _settle(role, prompt, reply, start)
+    return reply
+
+
+async def ametered_call(
+    role: str,
+    prompt: Sequence[Any],
+    call: Callable[[], Awaitable[T]],
+    retry: RetryPolicy,
+    model: str,
+) -> T:
+    """:func:`metered_call` for async model calls."""
+    start = time.perf_counter()
+    try:
+        reply = await retry.acall(call, model=model, role=role)
+    except (ValueError, TypeError):
+        record(role, prompt, None, start)
+        raise
+    _settle(role, prompt, reply, start)
+    return reply

@@ -11,7 +11,6 @@ fails leaves the fused order in place; the trace's ``rerank`` event then has an 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -132,19 +131,12 @@ class LLMReranker:
     def rerank(self, query: str, hits: Sequence[FusedHit]) -> list[FusedHit]:
         """The model's order of ``hits``; the call is recorded (tokens, time) in the meter
         of the node that reranks, as every model call of the agent is."""
-        from retrievalagent.models._llm import _dumped, _raw, _structured
-        from retrievalagent.models._usage import record
+        from retrievalagent.models._llm import _structured
+        from retrievalagent.models._usage import metered_call
 
-        messages, start = self.messages(query, hits), time.perf_counter()
-        try:
-            reply = self.retry.call(
-                lambda: self.runnable.invoke(messages), model=self.name, role="rerank"
-            )
-        except (ValueError, TypeError):  # a reply that did not parse still cost a call
-            record("rerank", messages, None, start)
-            raise
-        record("rerank", messages, _raw(reply), start, fallback_output=_dumped(reply))
-        parsed, _ = _structured(reply)
+        messages = self.messages(query, hits)
+        call = lambda: self.runnable.invoke(messages)  # noqa: E731
+        parsed, _ = _structured(metered_call("rerank", messages, call, self.retry, self.name))
         return self.parse(parsed, hits)
 
 
