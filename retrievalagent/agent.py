@@ -25,8 +25,7 @@ from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
 from retrievalagent.ingest import (
     Ingestor,
     IngestReport,
-    expand_inputs,
-    folder_prefixes,
+    read_inputs,
     source_key,
 )
 from retrievalagent.memory import (
@@ -218,9 +217,9 @@ class RetrievalAgent:
         Raises:
             IngestInterrupted: on Ctrl-C; its ``report`` lists the finished sources.
         """
-        docs = expand_inputs(inputs, metadata)
-        mirror = [] if keep_missing else folder_prefixes(inputs)
-        return self._ingestor.ingest(docs, progress=progress, mirror=mirror)
+        read = read_inputs(inputs, metadata)
+        mirror = [] if keep_missing else read.folders
+        return self._ingestor.ingest(read.docs, progress=progress, mirror=mirror)
 
     async def aadd_documents(
         self,

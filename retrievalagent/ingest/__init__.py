@@ -5,7 +5,7 @@ from retrievalagent.ingest._loaders import (
     SUFFIXES,
     SourceDoc,
     expand_inputs,
-    folder_prefixes,
+    read_inputs,
     source_key,
 )
 from retrievalagent.ingest._pipeline import IngestInterrupted, Ingestor, IngestReport
@@ -20,7 +20,7 @@ __all__ = [
     "SourceDoc",
     "chunk_sections",
     "expand_inputs",
-    "folder_prefixes",
+    "read_inputs",
     "source_key",
     "split_sections",
 ]

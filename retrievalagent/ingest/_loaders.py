@@ -29,7 +29,15 @@ from langchain_core.documents import Document
 from retrievalagent.errors import IngestError
 from retrievalagent.ingest._chunking import Section, html_to_sections, split_sections
 
-__all__ = ["SUFFIXES", "SourceDoc", "decode_text", "expand_inputs", "folder_prefixes", "source_key"]
+__all__ = [
+    "SUFFIXES",
+    "Inputs",
+    "SourceDoc",
+    "decode_text",
+    "expand_inputs",
+    "read_inputs",
+    "source_key",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -221,29 +229,25 @@ def _from_text(text: str, metadata: Mapping[str, Any]) -> SourceDoc:
     return SourceDoc(source, "markdown", text, dict(metadata))
 
 
-def folder_prefixes(items: Any) -> list[str]:
-    """The folders among ``items`` as source prefixes (``/abs/folder/``): the parts of the
-    collection an ingest of ``items`` mirrors."""
-    if isinstance(items, str | os.PathLike):
-        items = [items]
-    if not isinstance(items, Iterable) or isinstance(items, bytes | bytearray | Mapping):
-        return []
-    prefixes = []
-    for item in items:
-        if isinstance(item, str) and not (_looks_like_path(item) or _exists(item)):
-            continue
-        if isinstance(item, str | os.PathLike):
-            try:
-                path = Path(str(item).strip() if isinstance(item, str) else item).expanduser()
-                if path.is_dir():
-                    prefixes.append(source_key(path).rstrip("/") + "/")
-            except (OSError, ValueError, RuntimeError):
-                continue
-    return prefixes
+@dataclass
+class Inputs:
+    """What ``add_documents`` was handed: its documents, and the folders among the items as
+    source prefixes (``/abs/folder/``), the parts of the collection an ingest mirrors."""
+
+    docs: list[SourceDoc]
+    folders: list[str]
 
 
-def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list[SourceDoc]:
-    """Source documents for ``items`` (one item or an iterable of them), in the order given."""
+def _as_path(item: str | os.PathLike[str]) -> Path | None:
+    """The path ``item`` names, or None for a string that is text (not a path)."""
+    if isinstance(item, str):
+        return Path(item.strip()) if _looks_like_path(item) or _exists(item) else None
+    return Path(item)
+
+
+def read_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> Inputs:
+    """Source documents for ``items`` (one item or an iterable of them), in the order
+    given, and the folders among them."""
     metadata = dict(metadata or {})
     if isinstance(items, str | os.PathLike | Document):
         items = [items]
@@ -258,19 +262,21 @@ def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list
             f"not {type(items).__name__}"
         )
     docs: list[SourceDoc] = []
+    folders: list[str] = []
     seen: dict[str, int] = {}
     for item in items:
         if isinstance(item, Document):
             new = [_from_document(item, metadata)]
-        elif isinstance(item, os.PathLike):
-            new = list(_from_path(Path(item), metadata))
-        elif isinstance(item, str):
-            if _looks_like_path(item) or _exists(item):
-                new = list(_from_path(Path(item.strip()), metadata))
-            else:
-                if not item.strip():
+        elif isinstance(item, str | os.PathLike):
+            path = _as_path(item)
+            if path is None:
+                if not str(item).strip():
                     raise IngestError("cannot ingest an empty string")
-                new = [_from_text(item, metadata)]
+                new = [_from_text(str(item), metadata)]
+            else:
+                new = list(_from_path(path, metadata))
+                if path.expanduser().is_dir():  # _from_path has checked that it can be read
+                    folders.append(source_key(path).rstrip("/") + "/")
         else:
             raise IngestError(
                 f"cannot ingest an item of type {type(item).__name__}; pass a path, a "
@@ -282,4 +288,9 @@ def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list
             else:
                 seen[doc.source] = len(docs)
                 docs.append(doc)
-    return docs
+    return Inputs(docs, folders)
+
+
+def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list[SourceDoc]:
+    """Source documents for ``items`` (one item or an iterable of them), in the order given."""
+    return read_inputs(items, metadata).docs
