@@ -27,7 +27,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from retrievalagent.errors import IndexLockedError, VectorIndexError
-from retrievalagent.retrieval._index import DENSE, SPARSE, STAGED, STAGED_MARK
+from retrievalagent.retrieval._index import DENSE, IS_STAGED, SPARSE, STAGED, STAGED_MARK
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
 __all__ = ["EdgeIndex"]
@@ -92,7 +92,7 @@ def _condition(c: Condition) -> qe.FieldCondition:
 
 
 def _staged_filter(conditions: Sequence[Condition] = ()) -> qe.Filter:
-    return qe.Filter(must=[_condition(c) for c in (*conditions, Condition(STAGED, "match", STAGED_MARK))])
+    return qe.Filter(must=[_condition(c) for c in (*conditions, IS_STAGED)])
 
 
 def _count(shard: qe.EdgeShard, flt: qe.Filter | None) -> int:
@@ -229,7 +229,7 @@ class EdgeIndex:
         """A filter for ``conditions`` that hides staged chunks (only while there are any:
         the exclusion costs ~6x on an exact dense search of 50k chunks)."""
         staged = self._shared is not None and self._shared.staged
-        return _to_filter(conditions, [Condition(STAGED, "match", STAGED_MARK)] if staged else ())
+        return _to_filter(conditions, [IS_STAGED] if staged else ())
 
     def close(self) -> None:
         if self._closed:

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
-__all__ = ["DENSE", "SPARSE", "STAGED", "STAGED_MARK", "VectorIndex"]
+__all__ = ["DENSE", "IS_STAGED", "SPARSE", "STAGED", "STAGED_MARK", "VectorIndex"]
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -21,6 +21,8 @@ SPARSE = "bm25"
 #: skip them, so a file's new version appears all at once (see ``ingest/_pipeline.py``).
 STAGED = "staged"
 STAGED_MARK = "yes"  # a keyword: the embedded engine does not match booleans
+#: The condition that picks staged chunks (searches put it under ``must_not``).
+IS_STAGED = Condition(STAGED, "match", STAGED_MARK)
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
 from retrievalagent.errors import VectorIndexError
-from retrievalagent.retrieval._index import DENSE, SPARSE, STAGED, STAGED_MARK
+from retrievalagent.retrieval._index import DENSE, IS_STAGED, SPARSE, STAGED
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
 __all__ = ["ServerIndex"]
@@ -46,12 +46,9 @@ def _to_filter(conditions: Sequence[Condition], must_not: Sequence[Condition] = 
     )
 
 
-_STAGED = Condition(STAGED, "match", STAGED_MARK)
-
-
 def _live(conditions: Sequence[Condition] = ()) -> Any:
     """``conditions`` minus staged chunks (other processes may be staging at any time)."""
-    return _to_filter(conditions, [_STAGED])
+    return _to_filter(conditions, [IS_STAGED])
 
 
 def _is_local_mode(client: QdrantClient) -> bool:
@@ -149,7 +146,7 @@ class ServerIndex:
         source_is = Condition("source", "match", source)
         removed = self.delete([source_is], keep_doc_hash=doc_hash)
         models = _models()
-        mine = _to_filter([source_is, Condition("doc_hash", "match", doc_hash), _STAGED])
+        mine = _to_filter([source_is, Condition("doc_hash", "match", doc_hash), IS_STAGED])
         self.client.delete_payload(
             self.collection, keys=[STAGED], points=models.FilterSelector(filter=mine), wait=True
         )
@@ -241,7 +238,7 @@ class ServerIndex:
             key="doc_hash",
             limit=64,
             exact=True,
-            facet_filter=_to_filter([*source_is, _STAGED]) if staged else _live(source_is),
+            facet_filter=_to_filter([*source_is, IS_STAGED]) if staged else _live(source_is),
         )
         return {str(h.value): int(h.count) for h in response.hits if h.count}
 
@@ -259,6 +256,6 @@ class ServerIndex:
             key="source",
             limit=total,
             exact=True,
-            facet_filter=_to_filter([_STAGED]) if staged else _live(),
+            facet_filter=_to_filter([IS_STAGED]) if staged else _live(),
         )
         return {str(h.value): int(h.count) for h in response.hits if h.count}
