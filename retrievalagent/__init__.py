@@ -12,7 +12,7 @@ import os
 # offline-first library must not let that happen by accident (the user's value wins).
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
-from retrievalagent.agent import RetrievalAgent, init_agent
+from retrievalagent.agent import RetrievalAgent, collection_exists, init_agent
 from retrievalagent.config import Settings
 from retrievalagent.errors import (
     ConfigError,
@@ -41,6 +41,7 @@ __all__ = [
     "Source",
     "StreamEvent",
     "VectorIndexError",
+    "collection_exists",
     "init_agent",
     "sample_docs_path",
 ]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -15,91 +15,46 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Overwrite
+from langgraph.types import Overwrite, StreamMode
+from typing_extensions import Unpack
 
-from retrievalagent._inputs import check_id, check_top_k, clean_question, redact_url
-from retrievalagent.config import Settings
-from retrievalagent.embeddings import MiniLMEmbeddings, resolve_embeddings
+from retrievalagent import _build
+from retrievalagent._inputs import check_id, check_top_k, clean_question
+from retrievalagent.config import Settings, check_collection
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
-from retrievalagent.ingest import (
-    Ingestor,
-    IngestReport,
-    read_inputs,
-    source_key,
-)
+from retrievalagent.ingest import Ingestor, IngestReport, read_inputs, source_key
 from retrievalagent.memory import (
     BackgroundWrites,
     Mem0Backend,
     MemoryBackend,
-    StoreBackend,
-    embedded_mem0,
     memory_info,
     user_id_from_config,
 )
-from retrievalagent.models import (
-    EvidenceGrader,
-    ExtractiveAnswerer,
-    FeedbackRewriter,
-    LLMAnswerer,
-    LLMGrader,
-    LLMInlineAnswerer,
-    LLMRewriter,
-    RetryPolicy,
-    resolve_model,
-)
-from retrievalagent.persistence import (
-    ThreadInfo,
-    Threads,
-    ThreadTitler,
-    resolve_checkpointer,
-    resolve_store,
-)
+from retrievalagent.models import Answerer, Grader, Rewriter, resolve_model
+from retrievalagent.persistence import ThreadInfo, Threads, resolve_checkpointer, resolve_store
 from retrievalagent.retrieval import (
     Condition,
-    EdgeIndex,
     HybridRetriever,
     HybridSearcher,
     LexicalEncoder,
     QueryEmbedder,
-    ServerIndex,
+    Reranker,
     VectorIndex,
-    make_fuser,
     resolve_reranker,
     to_document,
     to_source,
 )
 from retrievalagent.types import AgentResult, DrainReport, MemoryInfo, StreamEvent
 
-__all__ = ["RetrievalAgent", "init_agent"]
+if TYPE_CHECKING:
+    from langchain_core.documents import BaseDocumentCompressor
+    from mem0 import AsyncMemory, Memory
+    from qdrant_client import QdrantClient
 
-_COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_BACKENDS = ("qdrant",)
+__all__ = ["RetrievalAgent", "collection_exists", "init_agent"]
 
-
-def _check_collection(collection: Any) -> str:
-    if not isinstance(collection, str) or not _COLLECTION.match(collection):
-        raise ConfigError(
-            f"collection={collection!r} is invalid: expected 1-64 characters of letters, digits, "
-            "'_', '-' or '.', starting with a letter or digit"
-        )
-    return collection
-
-
-def _make_index(settings: Settings, collection: str, qdrant_client: Any) -> VectorIndex:
-    if qdrant_client is not None:
-        return ServerIndex(qdrant_client, collection)
-    url = settings.backend_url
-    if url is None:
-        return EdgeIndex(Path(settings.data_dir) / collection / "index")
-    if url == ":memory:":
-        return EdgeIndex(None)
-    if url.startswith(("http://", "https://")):
-        return ServerIndex.from_url(url, collection, api_key=settings.qdrant_api_key)
-    raise ConfigError(
-        f"backend_url={redact_url(url)!r} is invalid: expected None (embedded index on disk), "
-        "':memory:' (throwaway index) or an http(s):// URL of a Qdrant server"
-    )
+collection_exists = _build.collection_exists
 
 
 def _as_messages(history: Sequence[Any] | None) -> list[AnyMessage]:
@@ -130,6 +85,59 @@ def _as_messages(history: Sequence[Any] | None) -> list[AnyMessage]:
                 f"history role {role!r} is invalid: expected user, assistant or system"
             )
     return out
+
+
+class _IngestOptions(TypedDict, total=False):
+    """The keyword arguments of :meth:`RetrievalAgent.add_documents`."""
+
+    metadata: Mapping[str, Any] | None
+    progress: bool | None
+    keep_missing: bool
+
+
+_STREAM_MODES: list[StreamMode] = ["updates", "messages", "custom", "values"]
+
+
+class _StreamTurn:
+    """Translates one streamed turn's LangGraph chunks into :class:`StreamEvent`\\ s: the
+    logic :meth:`RetrievalAgent.stream` and :meth:`RetrievalAgent.astream` share."""
+
+    def __init__(self) -> None:
+        self.final: Mapping[str, Any] = {}  # the last full state, for the result event
+
+    def events(self, part: Any) -> Iterator[StreamEvent]:
+        """The events one ``(mode, chunk)`` pair of the graph's stream gives (none or one)."""
+        mode, chunk = part
+        if mode == "values":
+            self.final = chunk
+        elif (event := _stream_event(mode, chunk)) is not None:
+            yield event
+
+
+def _stream_event(mode: str, chunk: Any) -> StreamEvent | None:
+    """A node update or an answer token; None for chunks the caller does not see."""
+    if mode == "updates":
+        for node, update in chunk.items():
+            plain = {
+                key: value.value if isinstance(value, Overwrite) else value
+                for key, value in (update or {}).items()
+            }
+            return StreamEvent(type="node", node=node, update=plain)
+    if mode == "messages":
+        message, meta = chunk
+        if meta.get("langgraph_node") == "generate" and getattr(message, "content", ""):
+            text = _text(message.content)
+            if text:
+                return StreamEvent(type="token", text=text)
+    if mode == "custom" and isinstance(chunk, Mapping) and "token" in chunk:
+        return StreamEvent(type="token", text=str(chunk["token"]))
+    return None
+
+
+def _text(content: str | list[Any]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
 
 
 class RetrievalAgent:
@@ -192,6 +200,61 @@ class RetrievalAgent:
         """True when no chat model is configured (extractive answers, evidence grades)."""
         return self.model is None
 
+    # -- the parts, for tests, benchmarks and tools ------------------------------------------
+    @property
+    def searcher(self) -> HybridSearcher:
+        """The hybrid searcher behind :meth:`search` and the graph (its ``encoder`` and
+        ``embedder`` too): read-only; swap parts with :meth:`override`."""
+        return self._components.searcher
+
+    @property
+    def answerer(self) -> Answerer:
+        """Who writes the answers: the chat model, or the extractive answerer offline."""
+        return self._components.answerer
+
+    @property
+    def grader(self) -> Grader:
+        """Who grades the answers: the chat model, or the evidence grader offline."""
+        return self._components.grader
+
+    @property
+    def rewriter(self) -> Rewriter:
+        """Who rewrites the query after an insufficient answer."""
+        return self._components.rewriter
+
+    @contextlib.contextmanager
+    def override(
+        self,
+        *,
+        answerer: Answerer | None = None,
+        grader: Grader | None = None,
+        rewriter: Rewriter | None = None,
+        ingest_embeddings: Embeddings | None = None,
+    ) -> Iterator[RetrievalAgent]:
+        """Swap parts of this agent inside a ``with`` block, like pydantic-ai's
+        ``Agent.override``: for tests, benchmarks and fault injection, without rebuilding.
+
+        ``with rag.override(grader=MyGrader(rag.grader)): rag.invoke(...)``. A part left
+        ``None`` is kept. ``ingest_embeddings`` embeds the chunks :meth:`add_documents`
+        writes (questions still use :attr:`embeddings`, so give vectors of the same
+        model). Every part is restored on exit, also when the block raises; overrides
+        nest. The swap is seen by every call on this agent meanwhile, from any thread.
+        """
+        roles = {"answerer": answerer, "grader": grader, "rewriter": rewriter}
+        swaps: list[tuple[object, str, object]] = [
+            (self._components, name, part) for name, part in roles.items() if part is not None
+        ]
+        if ingest_embeddings is not None:
+            swaps.append((self._ingestor, "embeddings", ingest_embeddings))
+        saved = [(target, name, getattr(target, name)) for target, name, _ in swaps]
+        try:
+            for target, name, part in swaps:
+                setattr(target, name, part)
+            yield self
+        finally:
+            for target, name, old in reversed(saved):
+                setattr(target, name, old)
+
     # -- ingestion -------------------------------------------------------------------
     def add_documents(
         self,
@@ -221,23 +284,11 @@ class RetrievalAgent:
         mirror = [] if keep_missing else read.folders
         return self._ingestor.ingest(read.docs, progress=progress, mirror=mirror)
 
-    async def aadd_documents(
-        self,
-        inputs: Any,
-        *,
-        metadata: Mapping[str, Any] | None = None,
-        progress: bool | None = None,
-        keep_missing: bool = False,
-    ) -> IngestReport:
+    async def aadd_documents(self, inputs: Any, **options: Unpack[_IngestOptions]) -> IngestReport:
+        """Async :meth:`add_documents` (same arguments), run in a worker thread."""
         import asyncio
 
-        return await asyncio.to_thread(
-            self.add_documents,
-            inputs,
-            metadata=metadata,
-            progress=progress,
-            keep_missing=keep_missing,
-        )
+        return await asyncio.to_thread(self.add_documents, inputs, **options)
 
     def delete_documents(
         self, source: str | Path | None = None, *, filter: Mapping[str, Any] | None = None
@@ -349,9 +400,26 @@ class RetrievalAgent:
             self._components.searcher.conditions(filter)  # validate now, with a clear error
         return {"question": question, "filter": dict(filter) if filter else None}
 
+    def graph_args(
+        self,
+        question: str | Mapping[str, Any],
+        config: RunnableConfig | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], RunnableConfig]:
+        """The input and the checked config :meth:`invoke` gives :attr:`graph`, for driving
+        the graph yourself with LangGraph options this class does not pass on
+        (``rag.graph.invoke(*rag.graph_args(q, config), durability="exit")``).
+
+        Raises:
+            ConfigError: the question, filter or config is invalid (as :meth:`invoke`).
+        """
+        run = self._config(config, self.graph)
+        return self._input(question, filter), run
+
     def _config(self, config: RunnableConfig | None, graph: CompiledStateGraph) -> RunnableConfig:
-        config = dict(config or {})  # type: ignore[assignment]
-        configurable = dict(config.get("configurable") or {})
+        run = cast(RunnableConfig, dict(config or {}))
+        configurable = dict(run.get("configurable") or {})
         if configurable.get("thread_id") is not None:
             thread_id = check_id(configurable["thread_id"], "thread_id")
             if not thread_id.strip():
@@ -362,12 +430,12 @@ class RetrievalAgent:
                 "this agent has a checkpointer, so each call needs a thread id: "
                 "config={'configurable': {'thread_id': '...'}}"
             )
-        metadata = dict(config.get("metadata") or {})
-        metadata.setdefault("user_id", user_id_from_config(config))
+        metadata = dict(run.get("metadata") or {})
+        metadata.setdefault("user_id", user_id_from_config(run))
         metadata.setdefault("collection", self.collection)
-        config["metadata"] = metadata
-        config["configurable"] = configurable
-        return config  # type: ignore[return-value]
+        run["metadata"] = metadata
+        run["configurable"] = configurable
+        return run
 
     @staticmethod
     def _result(state: Mapping[str, Any], config: RunnableConfig) -> AgentResult:
@@ -391,9 +459,8 @@ class RetrievalAgent:
                 (with a checkpointer), ``configurable.user_id`` the memory owner.
             filter: Restrict retrieval to chunks whose metadata match.
         """
-        config = self._config(config, self.graph)
-        state = self.graph.invoke(self._input(question, filter), config)
-        return self._result(state, config)
+        payload, run = self.graph_args(question, config, filter=filter)
+        return self._result(self.graph.invoke(payload, run), run)
 
     async def ainvoke(
         self,
@@ -403,34 +470,8 @@ class RetrievalAgent:
         filter: Mapping[str, Any] | None = None,
     ) -> AgentResult:
         """Async :meth:`invoke`; memory writes run as tasks on the caller's loop."""
-        config = self._config(config, self.graph)
-        state = await self.graph.ainvoke(self._input(question, filter), config)
-        return self._result(state, config)
-
-    def _event(self, mode: str, chunk: Any) -> StreamEvent | None:
-        if mode == "updates":
-            for node, update in chunk.items():
-                plain = {
-                    key: value.value if isinstance(value, Overwrite) else value
-                    for key, value in (update or {}).items()
-                }
-                return StreamEvent(type="node", node=node, update=plain)
-        if mode == "messages":
-            message, meta = chunk
-            if meta.get("langgraph_node") == "generate" and getattr(message, "content", ""):
-                content = message.content
-                text = (
-                    content
-                    if isinstance(content, str)
-                    else "".join(b.get("text", "") for b in content if isinstance(b, dict))
-                )
-                if text:
-                    return StreamEvent(type="token", text=text)
-        if mode == "custom" and isinstance(chunk, Mapping) and "token" in chunk:
-            return StreamEvent(type="token", text=str(chunk["token"]))
-        return None
-
-    _MODES: ClassVar[list[str]] = ["updates", "messages", "custom", "values"]
+        payload, run = self.graph_args(question, config, filter=filter)
+        return self._result(await self.graph.ainvoke(payload, run), run)
 
     def stream(
         self,
@@ -441,16 +482,11 @@ class RetrievalAgent:
     ) -> Iterator[StreamEvent]:
         """Yield node updates (``type="node"``) and answer pieces (``type="token"``) as they
         happen, then the final result (``type="result"``)."""
-        config = self._config(config, self.graph)
-        final: Mapping[str, Any] = {}
-        for mode, chunk in self.graph.stream(
-            self._input(question, filter), config, stream_mode=self._MODES
-        ):
-            if mode == "values":
-                final = chunk
-            elif (event := self._event(mode, chunk)) is not None:
-                yield event
-        yield StreamEvent(type="result", result=self._result(final, config))
+        payload, run = self.graph_args(question, config, filter=filter)
+        turn = _StreamTurn()
+        for part in self.graph.stream(payload, run, stream_mode=_STREAM_MODES):
+            yield from turn.events(part)
+        yield StreamEvent(type="result", result=self._result(turn.final, run))
 
     async def astream(
         self,
@@ -460,16 +496,12 @@ class RetrievalAgent:
         filter: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Async :meth:`stream`."""
-        config = self._config(config, self.graph)
-        final: Mapping[str, Any] = {}
-        async for mode, chunk in self.graph.astream(
-            self._input(question, filter), config, stream_mode=self._MODES
-        ):
-            if mode == "values":
-                final = chunk
-            elif (event := self._event(mode, chunk)) is not None:
+        payload, run = self.graph_args(question, config, filter=filter)
+        turn = _StreamTurn()
+        async for part in self.graph.astream(payload, run, stream_mode=_STREAM_MODES):
+            for event in turn.events(part):
                 yield event
-        yield StreamEvent(type="result", result=self._result(final, config))
+        yield StreamEvent(type="result", result=self._result(turn.final, run))
 
     def _stateless_graph(self) -> CompiledStateGraph:
         if self._stateless is None:
@@ -663,12 +695,12 @@ def init_agent(
     backend: str | None = None,
     backend_url: str | None = None,
     embeddings: Embeddings | str | None = None,
-    checkpointer: Any = None,
-    memory_store: Any = None,
-    mem0_memory: Any = None,
+    checkpointer: BaseCheckpointSaver | AbstractContextManager[BaseCheckpointSaver] | None = None,
+    memory_store: BaseStore | AbstractContextManager[BaseStore] | None = None,
+    mem0_memory: Mem0Backend | Memory | AsyncMemory | None = None,
     memory: bool = False,
-    qdrant_client: Any = None,
-    reranker: Any = None,
+    qdrant_client: QdrantClient | None = None,
+    reranker: BaseDocumentCompressor | Reranker | str | None = None,
     **settings: Any,
 ) -> RetrievalAgent:
     """Build a retrieval agent over ``collection``.
@@ -684,7 +716,8 @@ def init_agent(
             the packaged offline model.
         checkpointer: Any LangGraph checkpointer (or a ``from_conn_string(...)`` context
             manager, which is entered for you) for per-thread conversations.
-        memory_store: A LangGraph ``BaseStore`` for per-user long-term memory.
+        memory_store: A LangGraph ``BaseStore`` (or a context manager giving one) for
+            per-user long-term memory.
         mem0_memory: A mem0 ``Memory`` / ``AsyncMemory``, or a ready
             :class:`~retrievalagent.memory.Mem0Backend` (wins over ``memory_store``).
         memory: ``True`` for an embedded mem0 built from this agent's model and embeddings.
@@ -699,22 +732,11 @@ def init_agent(
 
     Raises:
         ConfigError: an argument or env var is invalid; the message names it.
+        VectorIndexError: the index cannot be opened (a Qdrant server is unreachable, the
+            embedded index is open in another process, ...).
     """
-    collection = _check_collection(collection)
-    if backend is not None and backend not in _BACKENDS:
-        raise ConfigError(f"backend={backend!r} is invalid: accepted: {', '.join(_BACKENDS)}")
-    if not isinstance(memory, bool):
-        raise ConfigError(f"memory must be True or False, not {memory!r}")
-    if model is not None and not isinstance(model, str | BaseChatModel):
-        raise ConfigError(
-            f"model must be a 'provider:model' string, a BaseChatModel or None, "
-            f"not {type(model).__name__}"
-        )
-    if embeddings is not None and not isinstance(embeddings, str | Embeddings):
-        raise ConfigError(
-            f"embeddings must be an Embeddings instance, a 'provider:model' string "
-            f"or None, not {type(embeddings).__name__}"
-        )
+    collection = check_collection(collection)
+    _build.check_kinds(backend=backend, memory=memory, model=model, embeddings=embeddings)
     cfg = Settings.load(
         model=model if isinstance(model, str) else None,
         embeddings=embeddings if isinstance(embeddings, str) else None,
@@ -723,82 +745,60 @@ def init_agent(
         **settings,
     )
     chat_model = resolve_model(model if isinstance(model, BaseChatModel) else cfg.model)
-    retry = RetryPolicy(retries=cfg.model_retries, backoff=cfg.model_backoff)
+    retry = _build.retry_policy(cfg)
     rerank = resolve_reranker(reranker, chat_model, retry)
-    base_embeddings = resolve_embeddings(
-        embeddings if isinstance(embeddings, Embeddings) else cfg.embeddings,
-        batch_size=cfg.embed_batch_size,
+    base_embeddings = _build.load_embeddings(
+        embeddings if isinstance(embeddings, Embeddings) else cfg.embeddings, cfg
     )
-    if isinstance(base_embeddings, MiniLMEmbeddings):
-        base_embeddings.preload()  # loads while the index opens: a faster first question
     embedder = QueryEmbedder(base_embeddings)
     exit_stack = contextlib.ExitStack()
-    index: VectorIndex | None = None
-    try:
+    with contextlib.ExitStack() as on_error:  # emptied once the agent is built
+        on_error.callback(exit_stack.close)
         saver = resolve_checkpointer(checkpointer, exit_stack)
         store = resolve_store(memory_store, exit_stack)
-        index = _make_index(cfg, collection, qdrant_client)
-        dimension = getattr(base_embeddings, "dimension", None) or len(embedder.embed("dimension"))
-        index.ensure(int(dimension))
+        index = _build.make_index(cfg, collection, qdrant_client)
+        on_error.callback(index.close)
+        dimension = _build.open_index(index, base_embeddings, embedder)
         encoder = LexicalEncoder()
-        searcher = HybridSearcher(
-            index,
-            embedder,
-            encoder,
-            make_fuser(cfg.fusion, rrf_k=cfg.rrf_k, dense_weight=cfg.dense_weight),
-            cfg.fetch_k,
-            reranker=rerank,
-            rerank_k=cfg.rerank_k,
+        memory_backend = _build.make_memory(
+            mem0_memory=mem0_memory,
+            memory=memory,
+            store=store,
+            settings=cfg,
+            collection=collection,
+            model=chat_model,
+            embeddings=base_embeddings,
+            embedder=embedder,
+            dimension=dimension,
+            exit_stack=exit_stack,
         )
-        backend_impl: MemoryBackend | None = None
-        if mem0_memory is not None:
-            # A ready Mem0Backend keeps its options (e.g. infer=False with an LLM-backed mem0).
-            backend_impl = (
-                mem0_memory if isinstance(mem0_memory, Mem0Backend) else Mem0Backend(mem0_memory)
-            )
-        elif memory:
-            embedded = embedded_mem0(
-                Path(cfg.data_dir), collection, chat_model, embedder, int(dimension)
-            )
-            exit_stack.callback(embedded.close)  # the last agent using it closes it
-            backend_impl = embedded
-        elif store is not None:
-            name = getattr(base_embeddings, "model_name", None) or type(base_embeddings).__name__
-            backend_impl = StoreBackend(
-                store, embedder, f"{name}:{dimension}", cfg.memory_scan_limit
-            )
+        roles = _build.make_roles(
+            chat_model,
+            retry,
+            cfg,
+            index=index,
+            embedder=embedder,
+            encoder=encoder,
+            learn_aliases=memory_backend is not None,
+        )
         components = Components(
             settings=cfg,
-            searcher=searcher,
-            answerer=LLMAnswerer(chat_model, retry)
-            if chat_model
-            else ExtractiveAnswerer(encoder, embedder),
-            grader=LLMGrader(chat_model, retry)
-            if chat_model
-            else EvidenceGrader(
-                encoder, index, embedder, cfg.min_confidence, learn_aliases=backend_impl is not None
-            ),
-            rewriter=LLMRewriter(chat_model, retry) if chat_model else FeedbackRewriter(encoder),
-            memory=backend_impl,
+            searcher=_build.make_searcher(cfg, index, embedder, encoder, rerank),
+            answerer=roles.answerer,
+            grader=roles.grader,
+            rewriter=roles.rewriter,
+            memory=memory_backend,
             writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),
             trace_log=TraceLog(Path(cfg.trace_file)) if cfg.trace_file else None,
             collection=collection,
-            titler=None
-            if saver is None
-            else ThreadTitler(chat_model if cfg.thread_title == "llm" else None),
-            inline=LLMInlineAnswerer(chat_model, retry)
-            if chat_model is not None and cfg.grading == "inline"
-            else None,
+            titler=_build.make_titler(chat_model, cfg, saver),
+            inline=roles.inline,
         )
         nodes = Nodes(components)
         graph = build_graph(
             nodes, checkpointer=saver, store=store, name=f"retrievalagent:{collection}"
         )
-    except BaseException:
-        if index is not None:
-            index.close()
-        exit_stack.close()
-        raise
+        on_error.pop_all()
     return RetrievalAgent(
         collection=collection,
         settings=cfg,

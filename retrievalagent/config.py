@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +19,21 @@ from typing import Any
 
 from retrievalagent.errors import ConfigError
 
-__all__ = ["FUSION_METHODS", "Settings", "default_data_dir", "env_table"]
+__all__ = ["FUSION_METHODS", "Settings", "check_collection", "default_data_dir", "env_table"]
 
 FUSION_METHODS = ("rrf", "weighted_rrf", "convex", "adaptive")
+_COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_collection(collection: object) -> str:
+    """``collection`` if it is a valid collection name: it becomes a folder name and a Qdrant
+    collection name, so nothing that could climb out of the data dir gets through."""
+    if not isinstance(collection, str) or not _COLLECTION.match(collection):
+        raise ConfigError(
+            f"collection={collection!r} is invalid: expected 1-64 characters of letters, digits, "
+            "'_', '-' or '.', starting with a letter or digit"
+        )
+    return collection
 
 
 def default_data_dir() -> Path:
@@ -55,6 +68,11 @@ def _knob(
             "secret": secret,
         },
     )
+
+
+def _fraction(env: str, default: float, doc: str) -> Any:
+    """A knob holding a number from 0 to 1 (a weight, a confidence, a similarity)."""
+    return _knob(env, default, doc, kind=float, low=0.0, high=1.0)
 
 
 @dataclass(frozen=True, repr=False)
@@ -120,13 +138,10 @@ class Settings:
     rrf_k: int = _knob(
         "RAG_RRF_K", 60, "The k constant of reciprocal rank fusion.", kind=int, low=1, high=1000
     )
-    dense_weight: float = _knob(
+    dense_weight: float = _fraction(
         "RAG_DENSE_WEIGHT",
         0.5,
         "Weight of the dense list in weighted fusions (BM25 gets 1 - this).",
-        kind=float,
-        low=0.0,
-        high=1.0,
     )
     rerank_k: int = _knob(
         "RAG_RERANK_K",
@@ -145,13 +160,10 @@ class Settings:
         low=0,
         high=5,
     )
-    min_confidence: float = _knob(
+    min_confidence: float = _fraction(
         "RAG_MIN_CONFIDENCE",
         0.35,
         "Grader confidence below which an answer counts as insufficient.",
-        kind=float,
-        low=0.0,
-        high=1.0,
     )
     max_question_chars: int = _knob(
         "RAG_MAX_QUESTION_CHARS",
@@ -225,22 +237,16 @@ class Settings:
         high=100_000,
     )
     # memory
-    memory_relevance_threshold: float = _knob(
+    memory_relevance_threshold: float = _fraction(
         "RAG_MEMORY_RELEVANCE_THRESHOLD",
         0.7,
         "Minimum similarity a search fact needs to be recalled by meaning alone (one whose "
         "alias the question contains is always recalled; preferences always apply).",
-        kind=float,
-        low=0.0,
-        high=1.0,
     )
-    memory_storage_threshold: float = _knob(
+    memory_storage_threshold: float = _fraction(
         "RAG_MEMORY_STORAGE_THRESHOLD",
         0.85,
         "Minimum grader `memory_confidence` before a fact is written.",
-        kind=float,
-        low=0.0,
-        high=1.0,
     )
     memory_top_k: int = _knob(
         "RAG_MEMORY_TOP_K", 5, "Memories fetched per recall.", kind=int, low=1, high=100
@@ -378,7 +384,7 @@ class Settings:
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied and validated."""
         fields = {f.name: f for f in dataclasses.fields(self)}
-        checked = {}
+        checked: dict[str, Any] = {}
         for name, value in changes.items():
             if name not in fields:
                 raise ConfigError(f"unknown setting {name!r}")
@@ -386,6 +392,14 @@ class Settings:
                 value if value is None else _check(name, value, fields[name].metadata, "argument")
             )
         return dataclasses.replace(self, **checked)
+
+    def index_dir(self, collection: str) -> Path:
+        """Where the embedded index of ``collection`` lives (the one place this path is built).
+
+        Raises:
+            ConfigError: ``collection`` is not a valid collection name.
+        """
+        return Path(self.data_dir) / check_collection(collection) / "index"
 
     def public_dict(self) -> dict[str, Any]:
         """The settings as plain values, secrets masked (for logs and `--trace` output)."""
@@ -448,34 +462,55 @@ def _shown(value: Any, meta: Mapping[str, Any]) -> str:
     return shown
 
 
+def _as_path(value: Any) -> tuple[Any, str | None]:
+    # TypeError: a PathLike giving bytes; RuntimeError: "~user" of an unknown user
+    with contextlib.suppress(TypeError, RuntimeError):
+        value = Path(value).expanduser() if isinstance(value, str | os.PathLike) else value
+    if not isinstance(value, Path):
+        return value, "expected a path"
+    return value, "a path cannot contain NUL characters" if "\x00" in str(value) else None
+
+
+def _as_float(value: Any) -> tuple[Any, str | None]:
+    try:
+        number = float(value) if isinstance(value, int | float) else math.nan
+    except OverflowError:
+        number = math.inf
+    if isinstance(value, bool) or math.isnan(number):
+        return value, "expected a number"
+    return number, None
+
+
+def _as_int(value: Any) -> tuple[Any, str | None]:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return value, "expected an integer"
+    return value, None
+
+
+_CONVERTERS: dict[Any, Callable[[Any], tuple[Any, str | None]]] = {
+    Path: _as_path,
+    float: _as_float,
+    int: _as_int,
+}
+
+
+def _converted(value: Any, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """``value`` as the field's kind, or the problem that prevents it."""
+    kind = meta["kind"]
+    if kind in _CONVERTERS:
+        return _CONVERTERS[kind](value)
+    return value, None if isinstance(value, kind) else f"expected {_describe(meta)}"
+
+
+def _in_range(value: Any, meta: Mapping[str, Any]) -> bool:
+    if meta["choices"] and value not in meta["choices"]:
+        return False
+    return meta["low"] is None or meta["low"] <= value <= meta["high"]
+
+
 def _check(name: str, value: Any, meta: Mapping[str, Any], source: str) -> Any:
-    kind: Callable[..., Any] = meta["kind"]
-    problem = None
-    if kind is Path:
-        # TypeError: a PathLike giving bytes; RuntimeError: "~user" of an unknown user
-        with contextlib.suppress(TypeError, RuntimeError):
-            value = Path(value).expanduser() if isinstance(value, str | os.PathLike) else value
-        if not isinstance(value, Path):
-            problem = "expected a path"
-        elif "\x00" in str(value):
-            problem = "a path cannot contain NUL characters"
-    elif kind is float:
-        try:
-            number = float(value) if isinstance(value, int | float) else math.nan
-        except OverflowError:
-            number = math.inf
-        if isinstance(value, bool) or math.isnan(number):
-            problem = "expected a number"
-        else:
-            value = number
-    elif kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            problem = "expected an integer"
-    elif not isinstance(value, kind):
-        problem = f"expected {_describe(meta)}"
-    if problem is None and meta["choices"] and value not in meta["choices"]:
-        problem = f"expected {_describe(meta)}"
-    if problem is None and meta["low"] is not None and not (meta["low"] <= value <= meta["high"]):
+    value, problem = _converted(value, meta)
+    if problem is None and not _in_range(value, meta):
         problem = f"expected {_describe(meta)}"
     if problem:
         raise ConfigError(f"{source} {name}={_shown(value, meta)} is invalid: {problem}")

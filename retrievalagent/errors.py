@@ -1,4 +1,12 @@
-"""Errors the library raises on purpose, so callers can catch them by kind."""
+"""Errors the library raises on purpose, so callers can catch them by kind.
+
+Two kinds, as in pydantic-ai's ``UserError`` / ``AgentRunError``: a caller's mistake
+(:class:`ConfigError`, :class:`IngestError`: fix the call or the input; both are also
+``ValueError``) and a run that failed (:class:`ModelError`, :class:`VectorIndexError`,
+:class:`EmbeddingModelError`: a service or a file let the call down; ``RuntimeError``).
+Each message says what happened in one line; when the library cut the chained traceback
+that would repeat it, the exception it came from is kept as ``original``.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,15 @@ __all__ = [
 
 
 class RetrievalAgentError(Exception):
-    """Base of every error raised by retrievalagent."""
+    """Base of every error raised by retrievalagent.
+
+    ``original`` is the exception this one reports (for debugging), when it was raised
+    ``from None`` so that the message alone is shown.
+    """
+
+    def __init__(self, *args: object, original: BaseException | None = None) -> None:
+        super().__init__(*args)
+        self.original = original
 
 
 class ConfigError(RetrievalAgentError, ValueError):

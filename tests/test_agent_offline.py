@@ -6,14 +6,17 @@ import asyncio
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.memory import MemorySaver
 
 from retrievalagent import AgentResult, ConfigError
 from retrievalagent.graph import NODE_NAMES
+from retrievalagent.models import Answer
 
 QUESTIONS = json.loads(
     (
@@ -205,3 +208,53 @@ def test_as_retriever_is_a_langchain_retriever(rag) -> None:
     assert (
         docs[0].page_content == rag.search("Which algorithm stretches the passphrase?")[0]["text"]
     )
+
+
+class _FixedAnswer:
+    """An answerer that always says the same thing (to see that override swapped it in)."""
+
+    streams_tokens = False
+
+    def answer(self, request: Any, config: Any = None) -> Answer:
+        return Answer(text="overridden answer", generated_by="fixed", llm=False)
+
+    async def aanswer(self, request: Any, config: Any = None) -> Answer:
+        return self.answer(request, config)
+
+
+class _NoVectors(Embeddings):
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("no vectors today")
+
+    def embed_query(self, text: str) -> list[float]:
+        raise RuntimeError("no vectors today")
+
+
+def test_override_swaps_parts_and_restores_them_even_on_errors(rag) -> None:
+    question = QUESTIONS[0]["question"]
+    answerer, grader, embeddings = rag.answerer, rag.grader, rag.embeddings
+    fixed = _FixedAnswer()
+    with rag.override(answerer=fixed) as same:
+        assert same is rag and rag.answerer is fixed and rag.grader is grader
+        assert rag.invoke(question).answer == "overridden answer"
+        with rag.override(grader=grader):  # nested: the inner exit keeps the outer swap
+            pass
+        assert rag.answerer is fixed
+    assert rag.answerer is answerer and rag.invoke(question).answer != "overridden answer"
+
+    with pytest.raises(RuntimeError, match="boom"), rag.override(answerer=fixed):
+        raise RuntimeError("boom")
+    assert rag.answerer is answerer and rag.grader is grader and rag.embeddings is embeddings
+
+    # ingest_embeddings embeds what add_documents writes (questions keep rag.embeddings)
+    with rag.override(ingest_embeddings=_NoVectors()), pytest.raises(RuntimeError, match="no vec"):
+        rag.add_documents("A text the index has never seen before.")
+    assert rag.invoke(question).sources
+
+
+def test_graph_args_drive_the_graph_like_invoke(rag) -> None:
+    question = QUESTIONS[0]["question"]
+    payload, run = rag.graph_args(question)
+    assert rag.graph.invoke(payload, run)["answer"] == rag.invoke(question).answer
+    with pytest.raises(ConfigError):
+        rag.graph_args("   ")

@@ -207,3 +207,21 @@ def test_a_damaged_index_is_one_line_and_rebuild_recovers(runner: CliRunner, not
     assert len(broken.stderr.strip().splitlines()) <= 3 and "Traceback" not in broken.stderr
     rebuilt = invoke(runner, "ingest", str(notes), "--rebuild")
     assert rebuilt.exit_code == 0 and "2 new" in rebuilt.stdout
+
+
+def test_an_unreachable_qdrant_server_is_a_short_error(
+    runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrievalagent import VectorIndexError
+
+    monkeypatch.setenv("RAG_BACKEND_URL", "http://127.0.0.1:1")
+    result = invoke(runner, "ask", "anything?")
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) < 5
+    assert result.stderr.startswith("error: cannot reach Qdrant at http://127.0.0.1:1")
+
+    with pytest.raises(VectorIndexError) as raised:  # --debug: the library's own traceback
+        invoke(runner, "--debug", "ask", "anything?")
+    error = raised.value
+    assert error.__cause__ is None and error.__suppress_context__  # no chained tracebacks
+    assert error.original is not None and "refused" in str(error.original).lower()

@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
+from retrievalagent.errors import ConfigError
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
@@ -107,15 +109,14 @@ def _agent(
     must_exist: bool = False,
     **settings: Any,
 ) -> Any:
-    from retrievalagent import Settings, init_agent
-    from retrievalagent.agent import _check_collection
+    from retrievalagent import Settings, collection_exists, init_agent
+    from retrievalagent.config import check_collection
 
-    name = _check_collection(_collection(collection))
+    name = check_collection(_collection(collection))
     if must_exist:  # reading commands must not create an empty embedded index as a side effect
         resolved = Settings.load(backend_url=backend_url, data_dir=data_dir)
-        index = Path(resolved.data_dir) / name / "index" / "edge_config.json"
-        if resolved.backend_url is None and not index.exists():
-            raise ValueError(
+        if resolved.backend_url is None and not collection_exists(name, data_dir=data_dir):
+            raise ConfigError(
                 f"collection {name!r} does not exist in {resolved.data_dir}; run "
                 f"'retrievalagent ingest PATH --collection {name}' first"
             )
@@ -262,15 +263,14 @@ def _drop_embedded_index(
     import shutil
 
     from retrievalagent import Settings
-    from retrievalagent.agent import _check_collection
 
     settings = Settings.load(backend_url=backend_url, data_dir=data_dir)
     if settings.backend_url is not None:
-        raise ValueError(
+        raise ConfigError(
             "--rebuild drops the embedded index; on a Qdrant server, delete the collection "
             "there (or 'retrievalagent delete' its sources) instead"
         )
-    index = Path(settings.data_dir) / _check_collection(_collection(collection)) / "index"
+    index = settings.index_dir(_collection(collection))
     if index.exists():
         shutil.rmtree(index)
         err.print(f"[dim]removed the index at {escape(str(index))}[/]", soft_wrap=True)
@@ -297,7 +297,7 @@ def ask(
             collection, model, backend_url, data_dir, must_exist=True, top_k=top_k, memory=memory
         ) as rag:
             if rag.count() == 0:
-                raise ValueError(
+                raise ConfigError(
                     f"collection {rag.collection!r} is empty; run "
                     f"'retrievalagent ingest PATH --collection {rag.collection}' first"
                 )
@@ -367,7 +367,7 @@ def graph(
     """Print the agent's graph as a Mermaid diagram."""
     from langgraph.store.memory import InMemoryStore
 
-    store = {"memory_store": InMemoryStore()} if memory else {}
+    store: dict[str, Any] = {"memory_store": InMemoryStore()} if memory else {}
     with _errors(), _agent(collection, None, backend_url, None, **store) as rag:
         # raw text (tabs kept), so it can be piped into a .mmd file or a Markdown page
         typer.echo(rag.graph.get_graph().draw_mermaid().rstrip("\n"))
@@ -394,7 +394,7 @@ def delete(
     with _errors(), _agent(collection, None, backend_url, data_dir, must_exist=True) as rag:
         names = rag.sources_under(source)
         if not names:
-            raise ValueError(
+            raise ConfigError(
                 f"nothing indexed in collection {rag.collection!r} is named {source!r}; "
                 "'retrievalagent sources' lists what is"
             )

@@ -17,6 +17,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from retrievalagent.cli._app import CollectionOpt, DataDirOpt, UrlOpt, _agent, _errors
+from retrievalagent.errors import ConfigError
+
 __all__ = ["memory_app"]
 
 memory_app = typer.Typer(
@@ -39,14 +42,12 @@ StoreOpt = Annotated[
 def _memory_agent(
     collection: str | None, store: str | None, backend_url: str | None, data_dir: Path | None
 ) -> Iterator[Any]:
-    from retrievalagent.cli._app import _agent
-
     if store is None:
         with _agent(collection, None, backend_url, data_dir, must_exist=True, memory=True) as rag:
             yield rag
         return
     if not store.startswith(("postgresql://", "postgres://")):
-        raise ValueError(f"--store must be a postgresql:// URL, not {store!r}")
+        raise ConfigError(f"--store must be a postgresql:// URL, not {store!r}")
     from langgraph.store.postgres import PostgresStore
 
     with PostgresStore.from_conn_string(store) as pg:
@@ -60,17 +61,13 @@ def _memory_agent(
 @memory_app.command("list")
 def list_memories(
     user: UserArg,
-    collection: Annotated[
-        str | None, typer.Option("--collection", "-c", help="Collection name.")
-    ] = None,
+    collection: CollectionOpt = None,
     store: StoreOpt = None,
-    backend_url: Annotated[str | None, typer.Option("--backend-url")] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir")] = None,
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Everything remembered about USER, newest first."""
-    from retrievalagent.cli._app import _errors
-
     with _errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
         memories = rag.list_memories(user)
     if as_json:
@@ -92,21 +89,17 @@ def forget(
     memory_id: Annotated[
         str | None, typer.Option("--id", help="Erase only this memory (an id from 'list').")
     ] = None,
-    collection: Annotated[
-        str | None, typer.Option("--collection", "-c", help="Collection name.")
-    ] = None,
+    collection: CollectionOpt = None,
     store: StoreOpt = None,
-    backend_url: Annotated[str | None, typer.Option("--backend-url")] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir")] = None,
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Erase one memory of USER (--id), or all of them."""
-    from retrievalagent.cli._app import _errors
-
     if memory_id is None and not yes:
         typer.confirm(f"Erase everything remembered about {user!r}?", abort=True)
     with _errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
         erased = rag.forget(user, memory_id)
         if memory_id is not None and erased == 0:
-            raise ValueError(f"user {user!r} has no memory with id {memory_id!r}")
+            raise ConfigError(f"user {user!r} has no memory with id {memory_id!r}")
     console.print(f"erased {erased} memor{'y' if erased == 1 else 'ies'} of {escape(user)!r}")

@@ -83,10 +83,11 @@ def resolve_model(spec: BaseChatModel | str | None) -> BaseChatModel | None:
             return model
         except ImportError as exc:
             raise ConfigError(
-                f"model={spec!r} needs a provider package that is not installed: {exc}"
-            ) from exc
+                f"model={spec!r} needs a provider package that is not installed: {exc}",
+                original=exc,
+            ) from None
         except Exception as exc:  # providers raise many kinds (missing key, bad name)
-            raise ConfigError(f"model={spec!r} could not be created: {exc}") from exc
+            raise ConfigError(f"model={spec!r} could not be created: {exc}", original=exc) from None
     raise ConfigError(
         f"model must be a 'provider:model' string, a BaseChatModel or None, "
         f"not {type(spec).__name__}"

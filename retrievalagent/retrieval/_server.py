@@ -88,7 +88,9 @@ class ServerIndex:
         try:
             exists = self.client.collection_exists(self.collection)
         except Exception as exc:
-            raise VectorIndexError(f"cannot reach Qdrant at {self.location}: {exc}") from exc
+            raise VectorIndexError(
+                f"cannot reach Qdrant at {self.location}: {exc}", original=exc
+            ) from None
         if exists:
             info = self.client.get_collection(self.collection)
             vectors = info.config.params.vectors
