@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             for q in sample[:5]:  # warm-up
                 agent.search(q, top_k=K)
                 ensemble.invoke(q)
-            cache = agent._components.searcher.embedder._cache
+            cache = agent.searcher.embedder._cache
             for i, q in enumerate(sample):
                 for who in ("ours", "langchain") if i % 2 == 0 else ("langchain", "ours"):
                     cache.clear()

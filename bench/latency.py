@@ -79,7 +79,7 @@ def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, A
 
     started = time.perf_counter()
     agent = open_agent(_scale.collection(size), model=InstantChatModel())
-    searcher = agent._components.searcher
+    searcher = agent.searcher
     agent.embeddings.load()
     open_s = time.perf_counter() - started
     shard = agent.index.shard

@@ -89,7 +89,7 @@ def collect(name: str, embeddings: CachedEmbeddings) -> list[QueryLists]:
     agent = open_agent(f"eval-{base}", embeddings=embeddings)
     out = []
     try:
-        searcher = agent._components.searcher
+        searcher = agent.searcher
         for q in queries:
             vector = searcher.embedder.embed(q["query"])
             dense = searcher.dense_hits(vector, limit=MAX_FETCH)

@@ -56,8 +56,10 @@ def test_ctrl_c_leaves_each_file_whole_and_the_next_run_finishes(
     expected = snapshot(clean)
 
     rag = make_agent("cut", backend_url=None, data_dir=tmp_path / "cut", ingest_window=8)
-    rag._ingestor.embeddings = InterruptAfter(minilm, calls=3)
-    with pytest.raises(IngestInterrupted) as stop:
+    with (
+        rag.override(ingest_embeddings=InterruptAfter(minilm, calls=3)),
+        pytest.raises(IngestInterrupted) as stop,
+    ):
         rag.add_documents(docs)
     finished = stop.value.report.finished_sources
     assert "finished" in str(stop.value) and 0 < len(finished) < len(expected)
@@ -67,7 +69,6 @@ def test_ctrl_c_leaves_each_file_whole_and_the_next_run_finishes(
     assert all(seen[s] == expected[s] for s in seen)
     assert rag.count() == sum(len(expected[s]) for s in finished)
 
-    rag._ingestor.embeddings = minilm
     report = rag.add_documents(docs)
     assert report.unchanged_sources == len(finished)
     assert report.new_sources == len(expected) - len(finished)
@@ -82,12 +83,13 @@ def test_an_interrupted_replacement_keeps_the_old_version_whole(
     rag.add_documents(faq)
     before = snapshot(rag)
     faq.write_text(faq.read_text() + "\n\nThe lighthouse keeper logs every ship at night.\n")
-    rag._ingestor.embeddings = InterruptAfter(minilm, calls=1)
-    with pytest.raises(IngestInterrupted):
+    with (
+        rag.override(ingest_embeddings=InterruptAfter(minilm, calls=1)),
+        pytest.raises(IngestInterrupted),
+    ):
         rag.add_documents(faq)
     assert snapshot(rag) == before  # searches still see the whole old file, nothing new
     assert all("lighthouse" not in h["text"] for h in rag.search("lighthouse keeper", top_k=20))
-    rag._ingestor.embeddings = minilm
     again = rag.add_documents(faq)
     assert again.replaced_sources == 1 and again.removed_chunks == len(before[next(iter(before))])
     texts = next(iter(snapshot(rag).values()))

@@ -67,7 +67,7 @@ class TestHybridRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"searcher": _shared["agent"]._components.searcher}
+        return {"searcher": _shared["agent"].searcher}
 
     @property
     def retriever_query_example(self) -> str:

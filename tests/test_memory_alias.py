@@ -63,7 +63,7 @@ def test_pruned_is_proposed_below_the_bar(offline: Callable[..., Any]) -> None:
 def test_no_alias_search_without_a_memory_backend(offline: Callable[..., Any]) -> None:
     """Nowhere to store a fact: the grader grades, but spends nothing on proposing one."""
     rag = offline()
-    assert rag._components.grader.aliases is None
+    assert rag.grader.aliases is None
     state = rag.invoke(ALIASES["repository"]["question"])
     assert state.grade["sufficient"] and state.grade["confidence"] > 0
     assert not state.grade["memory_worth_storing"] and state.memory_fact == ""

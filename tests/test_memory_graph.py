@@ -191,7 +191,7 @@ def test_memory_changes_bm25_and_prompt_but_not_the_dense_vector(
     without = rag.invoke(QUESTION, config={"configurable": {"user_id": "bob"}})
     assert with_memory.memory_context and not without.memory_context
     assert len(dense) == 2 and dense[0] == dense[1]  # exactly the same question vector
-    encoder = rag._components.searcher.encoder
+    encoder = rag.searcher.encoder
     passphrase = set(encoder.term_ids("passphrase"))
     assert passphrase <= set(sparse[0].indices) and not passphrase & set(sparse[1].indices)
     assert set(sparse[1].indices) < set(sparse[0].indices)  # one more group, nothing lost

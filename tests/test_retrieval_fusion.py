@@ -132,7 +132,7 @@ def test_search_attaches_payloads_of_the_winners_and_skips_deleted_ones(make_age
             "The lighthouse keeper logs every ship at night.",
         ]
     )
-    searcher = agent._components.searcher
+    searcher = agent.searcher
     hits_, timings = searcher.search("When does the harbour open?", top_k=2)
     assert hits_ and all(h.payload.get("text") for h in hits_)
     assert "payload_ms" in timings

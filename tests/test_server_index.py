@@ -49,7 +49,7 @@ def test_server_and_embedded_indexes_agree(server_agent, make_agent, sample_docs
         a = [s["id"] for s in server.search(question)]
         b = [s["id"] for s in embedded.search(question)]
         assert a[:3] == b[:3]  # same ids (deterministic), same ranking at the top
-    vocab = server._components.searcher.encoder
+    vocab = server.searcher.encoder
     ids = list(vocab.term_ids("vault")) + list(vocab.term_ids("zyzzyva"))
     assert (
         server.index.absent_terms(ids)

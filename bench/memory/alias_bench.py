@@ -265,7 +265,7 @@ def retrieve(agent: Any, question: str, user: str) -> tuple[list[str], dict[str,
 
 def bm25_sources(agent: Any, text: str) -> list[str]:
     """The agent's own BM25 (same tokenizer, index and IDF) over ``text``, no dense."""
-    searcher = agent._components.searcher
+    searcher = agent.searcher
     hits = searcher.lexical_hits(text, limit=TOP_K * 3)
     payloads = searcher.index.retrieve([h.id for h in hits])
     return [payloads[h.id].get("source", "") for h in hits if h.id in payloads]
@@ -318,7 +318,7 @@ def teach(agent: Any, data: dict[str, Any], given: bool = False) -> dict[str, An
     through the backend instead, as the write node would); the stored memories read back."""
     started = time.perf_counter()
     turns = []
-    encoder = agent._components.searcher.encoder
+    encoder = agent.searcher.encoder
     for group in data["groups"].values():
         first = group[0]
         if given:

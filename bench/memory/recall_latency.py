@@ -107,7 +107,7 @@ def workload(n_memories: int, n_questions: int) -> tuple[list[dict[str, Any]], l
 def seed(agent: Any, memories: list[dict[str, Any]]) -> float:
     """Write every memory for both users through the backend; returns seconds taken."""
     backend = agent.memory
-    encoder = agent._components.searcher.encoder
+    encoder = agent.searcher.encoder
     started = time.perf_counter()
     for user in USERS:
         for m in memories:
@@ -226,12 +226,12 @@ def measure(backend: str, embeddings: Any, args: argparse.Namespace) -> dict[str
             with_ms.append(timings[True])
             without_ms.append(timings[False])
             paired.append(timings[True] - timings[False])
-        encoder = agent._components.searcher.encoder
+        encoder = agent.searcher.encoder
         direct = []
         for question in questions:
             text = question + " (direct)"
             # the vector cached, as a turn's dense search leaves it for the recall
-            agent._components.searcher.embedder.embed(text)
+            agent.searcher.embedder.embed(text)
             request = RecallRequest(
                 query=text,
                 user_id=USERS[0],

@@ -28,6 +28,7 @@ round (bounded). Writes ``bench/results/memory_write_latency.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -125,7 +126,6 @@ def _pair(variant: str, embeddings: Any, data: Path) -> tuple[Any, Any]:
     reader = init_agent(
         f"lat-r-{variant}", memory_store=store, memory_storage_threshold=1.0, **common
     )
-    writer._components.grader = AlwaysStore(writer._components.grader)
     embeddings.ingesting = True
     for agent in (writer, reader):
         agent.add_documents(DOCS, progress=False)
@@ -140,6 +140,8 @@ class Variant:
     def __init__(self, name: str, embeddings: Any, data: Path, warm_up: str) -> None:
         self.name = name
         self.writer, self.reader = _pair(name, embeddings, data)
+        self.overrides = contextlib.ExitStack()  # the writer stores a fact every turn
+        self.overrides.enter_context(self.writer.override(grader=AlwaysStore(self.writer.grader)))
         for agent in (self.writer, self.reader):  # caches, lazy imports
             agent.invoke(f"{warm_up} (warm-up)")
         self.writer.drain_background()
@@ -177,6 +179,7 @@ class Variant:
         started = time.perf_counter()
         report = self.writer.drain_background()
         drain_s = time.perf_counter() - started
+        self.overrides.close()
         self.writer.close()
         self.reader.close()
         p50_w, p50_r = statistics.median(self.with_w), statistics.median(self.without)

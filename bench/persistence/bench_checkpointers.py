@@ -181,8 +181,7 @@ def bench_checkpointers(url: str, turns: int, warmup: int, seed: int) -> dict[st
                 config = {"configurable": {"thread_id": thread[name], "user_id": "bench"}}
                 start = time.perf_counter()
                 if name == "postgres-exit":
-                    run = rag._config(config, rag.graph)
-                    rag.graph.invoke(rag._input(question, None), run, durability="exit")
+                    rag.graph.invoke(*rag.graph_args(question, config), durability="exit")
                 else:
                     rag.invoke(question, config)
                 took[name] = (time.perf_counter() - start) * 1e3
