@@ -225,3 +225,21 @@ def test_an_unreachable_qdrant_server_is_a_short_error(
     error = raised.value
     assert error.__cause__ is None and error.__suppress_context__  # no chained tracebacks
     assert error.original is not None and "refused" in str(error.original).lower()
+
+
+@pytest.mark.parametrize("argument", ["model", "embeddings"])
+def test_a_missing_api_key_is_one_config_error_without_a_chain(
+    argument: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_openai")
+    from retrievalagent import ConfigError, init_agent
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_ADMIN_KEY", raising=False)
+    spec = {"model": "openai:gpt-4o-mini", "embeddings": "openai:text-embedding-3-small"}
+    with pytest.raises(ConfigError, match=r"could not be created: .*OPENAI_API_KEY") as raised:
+        init_agent(
+            "keyless", backend_url=":memory:", data_dir=tmp_path, **{argument: spec[argument]}
+        )
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert raised.value.original is not None

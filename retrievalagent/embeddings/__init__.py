@@ -37,8 +37,10 @@ def resolve_embeddings(spec: Embeddings | str | None, *, batch_size: int = 8) ->
             kwargs["check_embedding_ctx_length"] = False
         try:
             return init_embeddings(spec, **kwargs)
-        except (ValueError, ImportError) as exc:
-            raise ConfigError(f"embeddings={spec!r} could not be created: {exc}") from exc
+        except Exception as exc:  # providers raise many kinds (missing key, bad name)
+            raise ConfigError(
+                f"embeddings={spec!r} could not be created: {exc}", original=exc
+            ) from None
     raise ConfigError(
         f"embeddings must be an Embeddings instance, a 'provider:model' string or None, "
         f"not {type(spec).__name__}"
