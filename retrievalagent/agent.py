@@ -508,12 +508,15 @@ class RetrievalAgent:
             self._stateless = build_graph(self._nodes, store=self.memory_store)
         return self._stateless
 
-    def _chat_input(self, question: str, history: Sequence[Any] | None) -> dict[str, Any]:
+    def _chat_args(
+        self, question: str, history: Sequence[Any] | None, config: RunnableConfig | None
+    ) -> tuple[CompiledStateGraph, dict[str, Any], RunnableConfig]:
+        """The graph without a checkpointer, and its input and config for one chat turn."""
+        graph = self._stateless_graph()
+        run = self._config(config, graph)
         question = clean_question(question, self.settings.max_question_chars)
-        return {
-            "messages": [*_as_messages(history), HumanMessage(question)],
-            "filter": None,
-        }
+        payload = {"messages": [*_as_messages(history), HumanMessage(question)], "filter": None}
+        return graph, payload, run
 
     def chat(
         self,
@@ -526,9 +529,8 @@ class RetrievalAgent:
         ``history`` holds messages, ``(role, text)`` pairs or ``{"role", "content"}`` dicts.
         Returns the answer text; use :meth:`invoke` for sources and trace.
         """
-        graph = self._stateless_graph()
-        config = self._config(config, graph)
-        return str(graph.invoke(self._chat_input(question, history), config)["answer"])
+        graph, payload, run = self._chat_args(question, history, config)
+        return str(graph.invoke(payload, run)["answer"])
 
     async def achat(
         self,
@@ -536,9 +538,8 @@ class RetrievalAgent:
         history: Sequence[Any] | None = None,
         config: RunnableConfig | None = None,
     ) -> str:
-        graph = self._stateless_graph()
-        config = self._config(config, graph)
-        return str((await graph.ainvoke(self._chat_input(question, history), config))["answer"])
+        graph, payload, run = self._chat_args(question, history, config)
+        return str((await graph.ainvoke(payload, run))["answer"])
 
     # -- conversations ---------------------------------------------------------------------
     # (owned by the persistence work: threads kept by the checkpointer; logic lives in
