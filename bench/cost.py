@@ -375,6 +375,19 @@ def run_ttft(
     from langgraph.checkpoint.memory import InMemorySaver
 
     server.first_token_delay = delay
+    from langchain.chat_models import init_chat_model
+    from langchain_core.messages import convert_to_messages
+
+    direct = init_chat_model("openai:gpt-5.4")
+
+    async def direct_ttft(body: dict[str, Any]) -> float | None:
+        """The same answer request sent straight through the chat model: what the model
+        call costs on its own, client library and HTTP included."""
+        t0 = time.perf_counter()
+        async for chunk in direct.astream(convert_to_messages(body["messages"])):
+            if chunk.content:
+                return (time.perf_counter() - t0) * 1e3
+        return None
 
     async def run() -> list[dict[str, Any]]:
         rag = open_agent(
@@ -399,9 +412,19 @@ def run_ttft(
                         first = time.perf_counter()
                     elif event["type"] == "result":
                         final = event["result"]
-                calls = _calls(server.chat_records[seen:])
+                records = server.chat_records[seen:]
+                calls = _calls(records)
                 trace = final.get("trace", []) if final is not None else []
-                rows.append(_ttft_row(t0, first, calls, trace))
+                row = _ttft_row(t0, first, calls, trace)
+                answer = next((r for r in records if role_of(r.body) == "answer"), None)
+                row["direct_model_ttft_ms"] = (
+                    await direct_ttft(answer.body) if answer is not None else None
+                )
+                if row["ttft_ms"] is not None and row["direct_model_ttft_ms"] is not None:
+                    row["overhead_vs_direct_ms"] = (
+                        row["ttft_ms"] - row["retrieval_ms"] - row["direct_model_ttft_ms"]
+                    )
+                rows.append(row)
         finally:
             await rag.aclose()
         return rows
@@ -413,6 +436,8 @@ def run_ttft(
     model_first = [r["model_first_token_ms"] for r in rows if r["model_first_token_ms"]]
     to_request = [r["to_answer_request_ms"] for r in rows if r["to_answer_request_ms"]]
     way_back = [r["way_back_ms"] for r in rows if r["way_back_ms"] is not None]
+    direct_ms = [r["direct_model_ttft_ms"] for r in rows if r["direct_model_ttft_ms"]]
+    vs_direct = [r["overhead_vs_direct_ms"] for r in rows if "overhead_vs_direct_ms" in r]
     return {
         "turns": len(rows),
         "first_token_delay_ms": round(delay * 1e3, 1),
@@ -425,6 +450,8 @@ def run_ttft(
         "overhead_ms_p90": round(float(sorted(overhead)[int(0.9 * (len(overhead) - 1))]), 2)
         if overhead
         else None,
+        "direct_model_ttft_ms_p50": _p50(direct_ms),
+        "overhead_vs_direct_ms_p50": _p50(vs_direct),
         "tokens_before_grade_request": sum(r["token_before_grade"] for r in rows),
         "turns_with_grade_request": sum(r["grade_requested"] for r in rows),
         "turns_without_tokens": sum(r["ttft_ms"] is None for r in rows),
