@@ -17,7 +17,14 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from langchain_core.embeddings import Embeddings
 
-from tests.servers.fixtures import *  # noqa: F403
+from tests.servers.fixtures import (  # noqa: F401 - fixtures, found by pytest by name
+    openai_server,
+    openai_server_session,
+    qdrant_server,
+    qdrant_server_6333,
+    qdrant_server_6333_session,
+    qdrant_server_session,
+)
 from tests.support.persistence import schema_url
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "retrievalagent" / "sample_docs"
