@@ -34,8 +34,8 @@ t_start = time.time()
 from retrievalagent import init_agent
 model = None
 if sys.argv[4] == "instant-llm":
-    from bench._fakes import InstantChatModel
-    model = InstantChatModel()
+    from tests.support.chat import ScriptedChatModel
+    model = ScriptedChatModel()
 t_import = time.time()
 agent = init_agent(sys.argv[1], data_dir=sys.argv[2], model=model)
 t_init = time.time()

@@ -74,11 +74,11 @@ def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, A
     import qdrant_edge as qe
 
     from bench._common import open_agent
-    from bench._fakes import InstantChatModel
     from retrievalagent.retrieval._index import DENSE, SPARSE
+    from tests.support.chat import ScriptedChatModel
 
     started = time.perf_counter()
-    agent = open_agent(_scale.collection(size), model=InstantChatModel())
+    agent = open_agent(_scale.collection(size), model=ScriptedChatModel())
     searcher = agent.searcher
     agent.embeddings.load()
     open_s = time.perf_counter() - started

@@ -1,4 +1,5 @@
-"""Shared fixtures: one embedder per session, throwaway agents, local servers, PostgreSQL."""
+"""Shared fixtures: one embedder per session, throwaway agents, local servers, PostgreSQL
+and its fresh schemas, one checkpointer per kind."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import os
 os.environ.setdefault("MEM0_TELEMETRY", "False")  # before anything imports mem0
 
 import threading
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,15 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from langchain_core.embeddings import Embeddings
 
-from tests.servers.fixtures import *  # noqa: F403
+from tests.servers.fixtures import (  # noqa: F401 - fixtures, found by pytest by name
+    openai_server,
+    openai_server_session,
+    qdrant_server,
+    qdrant_server_6333,
+    qdrant_server_6333_session,
+    qdrant_server_session,
+)
+from tests.support.persistence import schema_url
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "retrievalagent" / "sample_docs"
 
@@ -123,3 +133,64 @@ def postgres_url() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return url
+
+
+@pytest.fixture
+def pg_schema_url(postgres_url: str) -> Iterator[str]:
+    """A fresh schema in the test database, first on the search path, so LangGraph's tables
+    of one test never meet another's (dropped afterwards)."""
+    import psycopg
+
+    schema = f"ra_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield schema_url(postgres_url, schema)
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# -- checkpointers, one per kind, like langgraph's own conftest_checkpointer.py ---------------
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Each sync checkpointer kind in turn, for ``invoke``."""
+    kind = request.param
+    if kind == "memory":
+        from langgraph.checkpoint.memory import MemorySaver
+
+        yield MemorySaver()
+    elif kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as cp:
+            yield cp
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        url = request.getfixturevalue("pg_schema_url")
+        with PostgresSaver.from_conn_string(url) as cp:
+            cp.setup()
+            yield cp
+
+
+@pytest.fixture(params=["memory", "sqlite_async", "postgres_async"])
+async def asaver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """Each async checkpointer kind in turn, for ``ainvoke``."""
+    kind = request.param
+    if kind == "memory":
+        from langgraph.checkpoint.memory import MemorySaver
+
+        yield MemorySaver()
+    elif kind == "sqlite_async":
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as cp:
+            yield cp
+    else:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        url = request.getfixturevalue("pg_schema_url")
+        async with AsyncPostgresSaver.from_conn_string(url) as cp:
+            await cp.setup()
+            yield cp

@@ -19,8 +19,8 @@ from qdrant_client import QdrantClient
 from retrievalagent import ConfigError
 from retrievalagent.persistence import TITLE_CHARS, question_title
 from retrievalagent.types import Grade
-from tests.test_persistence_support import *  # noqa: F403
-from tests.test_persistence_support import SMALL_DOCS, RecordingChat
+from tests.support.chat import ScriptedChatModel, by_kind
+from tests.support.persistence import SMALL_DOCS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -81,7 +81,7 @@ def check_index(rag: Any, listed: list[Any], t1: str, t2: str) -> None:
     assert by_id[t1].to_dict()["created_at"] == by_id[t1].created_at.isoformat()
 
 
-def check_regenerated(model: RecordingChat, history: list[BaseMessage], result: Any) -> None:
+def check_regenerated(model: ScriptedChatModel, history: list[BaseMessage], result: Any) -> None:
     assert result.answer == "answer #3"
     answers = model.inputs("answer")
     regen_input = texts(answers[2])
@@ -96,14 +96,14 @@ def check_regenerated(model: RecordingChat, history: list[BaseMessage], result: 
     assert isinstance(history[-1], AIMessage)
 
 
-def check_after_regenerate(model: RecordingChat) -> None:
+def check_after_regenerate(model: ScriptedChatModel) -> None:
     later = texts(model.inputs("answer")[3])
     assert "answer #3" in later and "answer #2" not in later
 
 
 # -- sync: MemorySaver, SqliteSaver, PostgresSaver ----------------------------------------------
 def test_second_turn_sees_the_first(saver: Any, build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(saver, model=model)
     thread = new_id()
     rag.invoke("How are snapshots restored?", cfg(thread))
@@ -151,7 +151,7 @@ def test_delete_thread(saver: Any, build: Callable[..., Any]) -> None:
 
 
 def test_regenerate_follows_the_new_branch(saver: Any, build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(saver, model=model)
     thread = new_id()
     rag.invoke("How are snapshots restored?", cfg(thread))
@@ -165,7 +165,7 @@ def test_regenerate_follows_the_new_branch(saver: Any, build: Callable[..., Any]
 
 
 def test_regenerate_the_first_turn(saver: Any, build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(saver, model=model)
     thread = new_id()
     rag.invoke("How are snapshots restored?", cfg(thread))
@@ -180,7 +180,7 @@ def test_regenerate_the_first_turn(saver: Any, build: Callable[..., Any]) -> Non
 
 
 def test_llm_title_costs_one_call(saver: Any, build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(saver, model=model)
     thread = new_id()
     first = rag.invoke("How are snapshots restored?", cfg(thread))
@@ -200,7 +200,9 @@ def test_rewrite_never_repeats_a_failed_query(saver: Any, build: Callable[..., A
             return next(proposals, "snapshot retention policy.")
         return "t" if kind == "title" else "not sure"
 
-    model = RecordingChat(reply=reply, grade=lambda m: Grade(sufficient=False, confidence=0.1))
+    model = ScriptedChatModel(
+        replies=[by_kind(reply)], grades=[lambda m: Grade(sufficient=False, confidence=0.1)]
+    )
     rag = build(saver, model=model, max_retries=2)
     thread = new_id()
     first = rag.invoke("How long are snapshots kept?", cfg(thread))
@@ -222,7 +224,7 @@ def test_rewrite_never_repeats_a_failed_query(saver: Any, build: Callable[..., A
 
 # -- async: MemorySaver, AsyncSqliteSaver, AsyncPostgresSaver ------------------------------------
 async def test_async_turns_index_and_delete(asaver: Any, build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(asaver, model=model, thread_title="question")
     t1, t2 = new_id(), new_id()
     await rag.ainvoke("How are snapshots restored?", cfg(t1))
@@ -239,7 +241,7 @@ async def test_async_turns_index_and_delete(asaver: Any, build: Callable[..., An
 
 
 async def test_async_regenerate(asaver: Any, build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(asaver, model=model)
     thread = new_id()
     await rag.ainvoke("How are snapshots restored?", cfg(thread))
@@ -255,7 +257,9 @@ async def test_async_rewrite_history(asaver: Any, build: Callable[..., Any]) -> 
     def reply(kind: str, messages: list[BaseMessage]) -> str:
         return {"rewrite": "snapshot retention policy", "title": "t"}.get(kind, "not sure")
 
-    model = RecordingChat(reply=reply, grade=lambda m: Grade(sufficient=False, confidence=0.1))
+    model = ScriptedChatModel(
+        replies=[by_kind(reply)], grades=[lambda m: Grade(sufficient=False, confidence=0.1)]
+    )
     rag = build(asaver, model=model, max_retries=1)
     thread = new_id()
     first = await rag.ainvoke("How long are snapshots kept?", cfg(thread))
@@ -277,7 +281,7 @@ def test_history_budget_keeps_whole_recent_pairs(
     build: Callable[..., Any], budget: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAG_HISTORY_TOKENS", str(budget))  # the env var is what users set
-    model = RecordingChat(reply=_long_answers)
+    model = ScriptedChatModel(replies=[by_kind(_long_answers)])
     rag = build(MemorySaver(), model=model)
     thread = new_id()
     questions = ["How are snapshots restored?", "How often are they taken?", "How many?"]
@@ -300,7 +304,7 @@ def test_history_budget_keeps_whole_recent_pairs(
 
 
 def test_fifo_keeps_the_newest_messages(build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(MemorySaver(), model=model, max_thread_messages=4)
     thread = new_id()
     for q in ["How are snapshots restored?", "How often are they taken?", "How many?"]:
@@ -326,7 +330,7 @@ def test_offline_title_is_the_question(build: Callable[..., Any]) -> None:
 
 
 def test_title_tokens_stay_out_of_the_answer_stream(build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(MemorySaver(), model=model)
     events = list(rag.stream("How are snapshots restored?", cfg(new_id())))
     tokens = "".join(e["text"] for e in events if e["type"] == "token")
@@ -335,7 +339,7 @@ def test_title_tokens_stay_out_of_the_answer_stream(build: Callable[..., Any]) -
 
 
 def test_no_title_call_without_a_thread(build: Callable[..., Any]) -> None:
-    model = RecordingChat(reply=numbered_answers())
+    model = ScriptedChatModel(replies=[by_kind(numbered_answers())])
     rag = build(None, model=model)
     rag.chat("How are snapshots restored?")
     assert model.inputs("title") == []

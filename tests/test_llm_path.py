@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from tests.fakes import ScriptedChatModel
+from tests.support.chat import ScriptedChatModel
 
 GOOD = {
     "sufficient": True,

@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.models._alias import stem_root
-from tests.test_memory_helpers import ALIASES, SAMPLE_QUESTIONS, trace_events
+from tests.support.memory import ALIASES, SAMPLE_QUESTIONS, trace_events
 
 # Proposed with memory_confidence >= the default storage threshold (0.85). "pruned" is
 # proposed too, but below the bar (see test_pruned_is_proposed_below_the_bar).

@@ -11,7 +11,8 @@ from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import Mem0Backend, StoreBackend, user_id_from_config
 from retrievalagent.memory._base import fact_text, recall_text
-from tests.test_memory_helpers import Mem0Extractor, mem0_config, record
+from tests.support.chat import prompt_text
+from tests.support.memory import mem0_config, mem0_extractor, record
 
 FACT = '"password" is called "passphrase" in these documents'
 QUESTION = "Which environment variable can hold the encryption password?"
@@ -79,11 +80,11 @@ def test_mem0_sync_stores_and_recalls_per_user(mem0_sync: Any) -> None:
 def test_mem0_infer_sends_the_mapping_to_the_extractor(tmp_path: Path, minilm: Any) -> None:
     from mem0 import Memory
 
-    extractor = Mem0Extractor()
+    extractor = mem0_extractor()
     memory = Memory.from_config(mem0_config(tmp_path / "m0", minilm, extractor))
     backend = Mem0Backend(memory, infer=True)
     backend.add(record(FACT, "alice", QUESTION))
-    assert len(extractor.calls) == 1 and "passphrase" in extractor.calls[0]
+    assert len(extractor.prompts) == 1 and "passphrase" in prompt_text(extractor.prompts[0])
     hits, _ = backend.search(QUESTION, "alice", 5)
     assert [h.text for h in hits] == [FACT]
     assert hits[0].score >= 0.7

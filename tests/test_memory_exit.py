@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.test_memory_helpers import record
+from tests.support.memory import record
 
 SCRIPT = textwrap.dedent(
     """

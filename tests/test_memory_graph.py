@@ -18,8 +18,8 @@ from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import BackgroundWrites
 from retrievalagent.models._prompts import SEARCH_HINTS_PREFIX
-from tests.fakes import ScriptedChatModel
-from tests.test_memory_helpers import mem0_config, trace_events
+from tests.support.chat import ScriptedChatModel
+from tests.support.memory import mem0_config, trace_events
 
 FACT = '"password" is called "passphrase" in these documents'
 QUESTION = "Which environment variable can hold the encryption password?"

@@ -21,7 +21,7 @@ from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.errors import ConfigError
 from retrievalagent.memory import Mem0Backend
-from tests.test_memory_helpers import mem0_config
+from tests.support.memory import mem0_config
 
 STATEMENTS = {
     "I prefer answers in German.": ("language", "Answer in German."),

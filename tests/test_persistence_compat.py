@@ -25,8 +25,7 @@ from retrievalagent.persistence import (
     patch_from_conn_string,
     unpatch_from_conn_string,
 )
-from tests.test_persistence_support import *  # noqa: F403
-from tests.test_persistence_support import SMALL_DOCS
+from tests.support.persistence import SMALL_DOCS
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,8 +18,7 @@ from retrievalagent.persistence import (
     postgres_checkpointer,
     postgres_store,
 )
-from tests.test_persistence_support import *  # noqa: F403
-from tests.test_persistence_support import SMALL_DOCS
+from tests.support.persistence import SMALL_DOCS
 
 pytestmark = pytest.mark.timeout(120)
 

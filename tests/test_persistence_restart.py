@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_persistence_support import *  # noqa: F403
-from tests.test_persistence_support import SMALL_DOCS
+from tests.support.persistence import SMALL_DOCS
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -16,24 +16,27 @@ from qdrant_client import QdrantClient
 from retrievalagent.models import SEARCH_HINTS_PREFIX
 from retrievalagent.persistence import postgres_store
 from retrievalagent.types import Grade
-from tests.test_persistence_support import *  # noqa: F403
-from tests.test_persistence_support import SMALL_DOCS, RecordingChat
+from tests.support.chat import ScriptedChatModel, by_kind
+from tests.support.persistence import SMALL_DOCS
 
 pytestmark = pytest.mark.timeout(180)
 
 FACT = '"backup copy" is called "snapshot" in these documents'
 
 
-def learner() -> RecordingChat:
+def learner() -> ScriptedChatModel:
     """A model whose grader proposes one alias fact worth storing."""
-    return RecordingChat(
-        grade=lambda m: Grade(
-            sufficient=True,
-            confidence=0.9,
-            memory_worth_storing=True,
-            memory_confidence=0.95,
-            memory_fact=FACT,
-        )
+    return ScriptedChatModel(
+        replies=[by_kind(lambda kind, messages: f"{kind} reply {len(messages)}")],
+        grades=[
+            lambda m: Grade(
+                sufficient=True,
+                confidence=0.9,
+                memory_worth_storing=True,
+                memory_confidence=0.95,
+                memory_fact=FACT,
+            )
+        ],
     )
 
 
@@ -56,7 +59,7 @@ def system_prompt(messages: list[BaseMessage]) -> str:
     return next(str(m.content) for m in messages if isinstance(m, SystemMessage))
 
 
-def check_learned(first: Any, second: Any, stranger: Any, model: RecordingChat) -> None:
+def check_learned(first: Any, second: Any, stranger: Any, model: ScriptedChatModel) -> None:
     assert first.events("write_memory")[0]["scheduled"] is True
     recall = second.events("read_memory")[0]
     assert recall["backend"] == "store" and recall["n_kept"] == 1 and FACT in recall["memories"]

@@ -30,8 +30,8 @@ from langgraph.checkpoint.memory import MemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import MemoryRecord, StoreBackend
-from tests.fakes import ScriptedChatModel
-from tests.test_memory_helpers import mem0_config
+from tests.support.chat import ScriptedChatModel
+from tests.support.memory import mem0_config
 
 pytestmark = pytest.mark.slow
 

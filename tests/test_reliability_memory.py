@@ -24,9 +24,9 @@ from langgraph.store.base import ListNamespacesOp, MatchCondition, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import BackgroundWrites, MemoryRecord
-from tests.fakes import ScriptedChatModel
 from tests.faults import FaultPlan, FaultyAsyncMem0, FaultyMem0, FaultyStore
-from tests.test_memory_helpers import mem0_config
+from tests.support.chat import ScriptedChatModel
+from tests.support.memory import mem0_config
 
 CORPUS = [
     "Lanternfish listens on port 7311 by default; change it with --port.",

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from retrievalagent.memory import StoreBackend
-from tests.fakes import ScriptedChatModel
+from tests.support.chat import ScriptedChatModel
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

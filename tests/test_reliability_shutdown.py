@@ -29,8 +29,8 @@ PRELUDE = textwrap.dedent(
     sys.path.insert(0, os.environ["RA_ROOT"])
     from retrievalagent import init_agent
     from retrievalagent.embeddings import MiniLMEmbeddings
-    from tests.fakes import ScriptedChatModel
-    from tests.test_memory_helpers import mem0_config
+    from tests.support.chat import ScriptedChatModel
+    from tests.support.memory import mem0_config
 
     TMP = Path(os.environ["RA_TMP"])
     EMB = MiniLMEmbeddings().load()
@@ -97,7 +97,7 @@ def _stored_facts(tmp: Path, minilm: Any, user: str) -> list[str]:
     from mem0 import Memory
 
     from retrievalagent.memory._embedded import _close_memory
-    from tests.test_memory_helpers import mem0_config
+    from tests.support.memory import mem0_config
 
     memory = Memory.from_config(mem0_config(tmp / "m0", minilm))
     try:

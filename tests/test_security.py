@@ -28,7 +28,7 @@ from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import MemoryRecord, StoreBackend
 from retrievalagent.models import SEARCH_HINTS_PREFIX
-from tests.fakes import ScriptedChatModel
+from tests.support.chat import ScriptedChatModel
 
 PACKAGE = Path(__file__).resolve().parents[1] / "retrievalagent"
 SECRET = "sk-MARKER-" + uuid.uuid4().hex  # never to be seen anywhere

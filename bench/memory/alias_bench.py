@@ -92,12 +92,12 @@ from bench._common import (
     setup_logging,
     write_result,
 )
-from bench._fakes import ScriptedGradeModel, question_of
 from retrievalagent.embeddings import MiniLMEmbeddings
 from retrievalagent.memory import MemoryRecord
 from retrievalagent.memory._keys import alias_key
 from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.types import Grade
+from tests.support.chat import ScriptedChatModel, question_of, system_text
 
 __all__ = ["PREFERENCE_STATEMENTS", "main"]
 
@@ -280,7 +280,32 @@ def recall10(ranked: Sequence[str], relevant: Sequence[str]) -> float:
 
 
 # --------------------------------------------------------------------------- scripted LLM
-def scripted_model(data: dict[str, Any]) -> ScriptedGradeModel:
+# The answer prompt's system message (models._prompts.ANSWER_SYSTEM); titles and rewrites
+# are other calls.
+_ANSWER_MARK = "You answer questions using only the numbered passages"
+
+
+def _answer_reply(messages: list[Any]) -> str:
+    if _ANSWER_MARK in system_text(messages):
+        return "The passages answer it [1]."
+    return "scripted"  # a thread title or a rewritten query
+
+
+def scripted_grade_model(grader: Callable[[Sequence[Any]], Grade]) -> ScriptedChatModel:
+    """A chat model that answers with a fixed sentence and grades with ``grader``."""
+    return ScriptedChatModel(replies=[_answer_reply], grades=[grader])
+
+
+def answer_prompts(model: ScriptedChatModel) -> list[str]:
+    """For every answer call in order, the part of its system message before the answering
+    instructions and passages: what recalled memory put there (empty when nothing was
+    recalled). Passages are left out, so a passage that happens to say "German" is not
+    mistaken for the user's preference."""
+    systems = (system_text(messages) for messages in model.prompts)
+    return [s.split(_ANSWER_MARK, 1)[0] for s in systems if _ANSWER_MARK in s]
+
+
+def scripted_model(data: dict[str, Any]) -> ScriptedChatModel:
     """A chat model whose grade names the set's mapping for a teaching question."""
     teaching = {
         " ".join(group[0]["query"].lower().split()): (group[0]["alias"], group[0]["canonical"])
@@ -301,7 +326,7 @@ def scripted_model(data: dict[str, Any]) -> ScriptedGradeModel:
             memory_fact=fact_text(*pair),
         )
 
-    return ScriptedGradeModel(grader=grade)
+    return scripted_grade_model(grade)
 
 
 # --------------------------------------------------------------------------- one mode
@@ -594,7 +619,7 @@ def preference_scenario(
     mode: str, embeddings: Any, questions: list[str], n_questions: int
 ) -> dict[str, Any]:
     """Preferences stated once, then checked on later turns in new threads."""
-    model = ScriptedGradeModel(grader=_preference_grade) if mode == "scripted-llm" else None
+    model = scripted_grade_model(_preference_grade) if mode == "scripted-llm" else None
     agent = open_agent(
         COLLECTIONS["aliases"],
         embeddings=embeddings,
@@ -607,11 +632,11 @@ def preference_scenario(
 
     def ask(user: str, thread: str, question: str) -> tuple[str, str | None]:
         config = {"configurable": {"user_id": user, "thread_id": thread}}
-        before = len(model.answer_prompts) if model is not None else 0
+        before = len(answer_prompts(model)) if model is not None else 0
         state = agent.invoke(question, config=config)
         prompt = None
-        if model is not None and len(model.answer_prompts) > before:
-            prompt = model.answer_prompts[-1]
+        if model is not None and len(answer_prompts(model)) > before:
+            prompt = answer_prompts(model)[-1]
         return state.memory_context, prompt
 
     try:

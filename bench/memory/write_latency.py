@@ -43,10 +43,10 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 
 from bench._common import RESULTS, git_revision, machine
-from bench._fakes import InstantChatModel
 from retrievalagent import init_agent
 from retrievalagent.embeddings import MiniLMEmbeddings
 from retrievalagent.types import Grade
+from tests.support.chat import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "retrievalagent" / "sample_docs"
@@ -116,7 +116,7 @@ class AlwaysStore:
 
 
 def _pair(variant: str, embeddings: Any, data: Path) -> tuple[Any, Any]:
-    model = None if variant == "offline" else InstantChatModel()
+    model = None if variant == "offline" else ScriptedChatModel()
     cpu_write = embeddings if variant.endswith("cpu-write") else None
     common = {"backend_url": ":memory:", "data_dir": data, "embeddings": embeddings, "model": model}
     # One store for both: the reader recalls the very memories the writer has stored so

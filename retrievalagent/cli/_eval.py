@@ -37,58 +37,10 @@ def load_reranker(spec: str | None) -> Any:
 
 
 def _print(report: Any, console: Console) -> None:
-    info = report.test_set
-    console.print(
-        f"[bold]{escape(info['name'])}[/] ({info['kind']}): {info['queries']} queries, "
-        f"{info['relevant_per_query']} relevant each on average; collection "
-        f"{escape(repr(report.collection))}, {report.settings['index']}",
-        soft_wrap=True,
-    )
-    for note in info["notes"]:
-        console.print(f"  [dim]{escape(note)}[/]", soft_wrap=True)
-    table = Table("run", "queries", "nDCG@10", "R@10", "R@100", "MRR@10")
-    table.columns[0].no_wrap = True
-    settings: dict[str, str] = {}
-    for row in report.runs:
-        name = row["run"] if row["split"] == "all" else f"{row['run']} ({row['split']})"
-        table.add_row(
-            name,
-            str(row["queries"]),
-            *(f"{row[m]:.3f}" for m in ("ndcg@10", "recall@10", "recall@100", "mrr@10")),
-        )
-        if row.get("setting"):
-            settings.setdefault(row["run"], row["setting"])
-    console.print(table)
-    for run, setting in settings.items():
-        console.print(f"  [dim]{escape(run)}: {escape(setting)}[/]", soft_wrap=True)
-    if any(row["split"] == "test" for row in report.runs):
-        console.print("  [dim](test) = the held-out half of the queries, not used to tune[/]")
-    tuned = report.tuned
-    if tuned:
-        if tuned["kept_current"] or tuned["is_current"]:
-            why = (
-                f"the best on dev, {escape(tuned['best_on_dev'])}, gained "
-                f"{tuned['dev_gain_over_current']:+.3f} nDCG@10, less than twice its standard "
-                f"error {tuned['dev_gain_standard_error']:.3f}"
-                if tuned["kept_current"]
-                else "it was the best on dev"
-            )
-            console.print(
-                f"[bold]tuned[/]: the current setting stays ({tuned['tried']} settings tried on "
-                f"{tuned['dev_queries']} dev queries; {why}); its nDCG@10 on the "
-                f"{tuned['test_queries']} held-out queries is {tuned['test_ndcg@10']:.3f}"
-            )
-        else:
-            console.print(
-                f"[bold]tuned[/] on {tuned['dev_queries']} dev queries ({tuned['tried']} "
-                f"settings): {escape(tuned['setting'])}; nDCG@10 on the "
-                f"{tuned['test_queries']} held-out queries {tuned['test_ndcg@10']:.3f} "
-                f"(reproduced from the variables: {tuned['reproduced_test_ndcg@10']:.3f}; "
-                f"dev gain {tuned['dev_gain_over_current']:+.3f} ± "
-                f"{tuned['dev_gain_standard_error']:.3f}). Apply it with:"
-            )
-            for key, value in tuned["env"].items():
-                console.print(f"  export {key}={value}")
+    _print_test_set(report, console)
+    _print_runs(report.runs, console)
+    if report.tuned:
+        _print_tuned(report.tuned, console)
     if report.rerank:
         r = report.rerank
         lift = ", ".join(f"{m} {v:+.3f}" for m, v in r["lift"].items())
@@ -102,76 +54,112 @@ def _print(report: Any, console: Console) -> None:
         console.print(f"[dim]hybrid run written to {escape(report.run_out)}[/]")
 
 
+def _print_test_set(report: Any, console: Console) -> None:
+    info = report.test_set
+    console.print(
+        f"[bold]{escape(info['name'])}[/] ({info['kind']}): {info['queries']} queries, "
+        f"{info['relevant_per_query']} relevant each on average; collection "
+        f"{escape(repr(report.collection))}, {report.settings['index']}",
+        soft_wrap=True,
+    )
+    for note in info["notes"]:
+        console.print(f"  [dim]{escape(note)}[/]", soft_wrap=True)
+
+
+def _print_runs(runs: list[dict[str, Any]], console: Console) -> None:
+    """The table of runs, then the setting each fused run used."""
+    table = Table("run", "queries", "nDCG@10", "R@10", "R@100", "MRR@10")
+    table.columns[0].no_wrap = True
+    settings: dict[str, str] = {}
+    for row in runs:
+        name = row["run"] if row["split"] == "all" else f"{row['run']} ({row['split']})"
+        table.add_row(
+            name,
+            str(row["queries"]),
+            *(f"{row[m]:.3f}" for m in ("ndcg@10", "recall@10", "recall@100", "mrr@10")),
+        )
+        if row.get("setting"):
+            settings.setdefault(row["run"], row["setting"])
+    console.print(table)
+    for run, setting in settings.items():
+        console.print(f"  [dim]{escape(run)}: {escape(setting)}[/]", soft_wrap=True)
+    if any(row["split"] == "test" for row in runs):
+        console.print("  [dim](test) = the held-out half of the queries, not used to tune[/]")
+
+
+def _print_tuned(tuned: dict[str, Any], console: Console) -> None:
+    """What tuning found: the setting to apply (as ``export`` lines), or why none is."""
+    if not (tuned["kept_current"] or tuned["is_current"]):
+        console.print(
+            f"[bold]tuned[/] on {tuned['dev_queries']} dev queries ({tuned['tried']} "
+            f"settings): {escape(tuned['setting'])}; nDCG@10 on the "
+            f"{tuned['test_queries']} held-out queries {tuned['test_ndcg@10']:.3f} "
+            f"(reproduced from the variables: {tuned['reproduced_test_ndcg@10']:.3f}; "
+            f"dev gain {tuned['dev_gain_over_current']:+.3f} ± "
+            f"{tuned['dev_gain_standard_error']:.3f}). Apply it with:"
+        )
+        for key, value in tuned["env"].items():
+            console.print(f"  export {key}={value}")
+        return
+    why = (
+        f"the best on dev, {escape(tuned['best_on_dev'])}, gained "
+        f"{tuned['dev_gain_over_current']:+.3f} nDCG@10, less than twice its standard "
+        f"error {tuned['dev_gain_standard_error']:.3f}"
+        if tuned["kept_current"]
+        else "it was the best on dev"
+    )
+    console.print(
+        f"[bold]tuned[/]: the current setting stays ({tuned['tried']} settings tried on "
+        f"{tuned['dev_queries']} dev queries; {why}); its nDCG@10 on the "
+        f"{tuned['test_queries']} held-out queries is {tuned['test_ndcg@10']:.3f}"
+    )
+
+
+#: The ``--help`` text of each ``eval`` option, by flag.
+_HELP = {
+    "--beir": "A BEIR folder (corpus.jsonl, queries.jsonl, qrels/).",
+    "--questions": 'JSON lines {"question": ..., "relevant": [sources or chunk ids]} over '
+    "an existing --collection.",
+    "--docs": "Files or folders: derive a test set from their headings.",
+    "--derive-from": "An existing collection: derive a test set from its chunks' headings.",
+    "--sample-docs": "Derive a test set from the bundled sample docs.",
+    "--llm-questions": "With --docs/--derive-from and --model: N more questions the model writes.",
+    "--collection": "Collection to search or build (default: eval-*).",
+    "--split": "BEIR qrels split.",
+    "--tune": "Find the best fusion on a dev half; score it on the rest.",
+    "--rerank": "'llm' (needs --model) or module:attribute of a LangChain document compressor.",
+    "--model": "Chat model for --rerank llm and --llm-questions.",
+    "--max-queries": "Evaluate a fixed sample.",
+    "--backend-url": "':memory:' or http(s):// Qdrant URL.",
+    "--run-out": "Write the hybrid run as JSON {query_id: [ids]}.",
+    "--plot": "Draw the table into a PNG (needs matplotlib).",
+    "--json": "Print the report as JSON.",
+}
+
+
+def _option(flag: str, *short: str, **kwargs: Any) -> Any:
+    """The typer option ``flag`` (and its ``short`` names) with its help from ``_HELP``."""
+    return typer.Option(flag, *short, help=_HELP.get(flag), **kwargs)
+
+
 def eval_command(
-    beir: Annotated[
-        Path | None,
-        typer.Option("--beir", help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels/)."),
-    ] = None,
-    questions: Annotated[
-        Path | None,
-        typer.Option(
-            "--questions",
-            help='JSON lines {"question": ..., "relevant": [sources or chunk ids]} over '
-            "an existing --collection.",
-        ),
-    ] = None,
-    docs: Annotated[
-        list[Path] | None,
-        typer.Option("--docs", help="Files or folders: derive a test set from their headings."),
-    ] = None,
-    derive_from: Annotated[
-        str | None,
-        typer.Option(
-            "--derive-from",
-            help="An existing collection: derive a test set from its chunks' headings.",
-        ),
-    ] = None,
-    sample_docs: Annotated[
-        bool, typer.Option("--sample-docs", help="Derive a test set from the bundled sample docs.")
-    ] = False,
-    llm_questions: Annotated[
-        int,
-        typer.Option(
-            "--llm-questions",
-            min=0,
-            help="With --docs/--derive-from and --model: N more questions the model writes.",
-        ),
-    ] = 0,
-    collection: Annotated[
-        str | None,
-        typer.Option("--collection", "-c", help="Collection to search or build (default: eval-*)."),
-    ] = None,
-    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
-    tune: Annotated[
-        bool,
-        typer.Option("--tune", help="Find the best fusion on a dev half; score it on the rest."),
-    ] = False,
-    rerank: Annotated[
-        str | None,
-        typer.Option(
-            "--rerank",
-            help="'llm' (needs --model) or module:attribute of a LangChain document compressor.",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", help="Chat model for --rerank llm and --llm-questions."),
-    ] = None,
-    max_queries: Annotated[
-        int | None, typer.Option("--max-queries", min=1, help="Evaluate a fixed sample.")
-    ] = None,
-    backend_url: Annotated[
-        str | None, typer.Option("--backend-url", help="':memory:' or http(s):// Qdrant URL.")
-    ] = None,
-    data_dir: Annotated[Path | None, typer.Option("--data-dir")] = None,
-    run_out: Annotated[
-        Path | None,
-        typer.Option("--run-out", help="Write the hybrid run as JSON {query_id: [ids]}."),
-    ] = None,
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="Draw the table into a PNG (needs matplotlib).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    beir: Annotated[Path | None, _option("--beir")] = None,
+    questions: Annotated[Path | None, _option("--questions")] = None,
+    docs: Annotated[list[Path] | None, _option("--docs")] = None,
+    derive_from: Annotated[str | None, _option("--derive-from")] = None,
+    sample_docs: Annotated[bool, _option("--sample-docs")] = False,
+    llm_questions: Annotated[int, _option("--llm-questions", min=0)] = 0,
+    collection: Annotated[str | None, _option("--collection", "-c")] = None,
+    split: Annotated[str, _option("--split")] = "test",
+    tune: Annotated[bool, _option("--tune")] = False,
+    rerank: Annotated[str | None, _option("--rerank")] = None,
+    model: Annotated[str | None, _option("--model", "-m")] = None,
+    max_queries: Annotated[int | None, _option("--max-queries", min=1)] = None,
+    backend_url: Annotated[str | None, _option("--backend-url")] = None,
+    data_dir: Annotated[Path | None, _option("--data-dir")] = None,
+    run_out: Annotated[Path | None, _option("--run-out")] = None,
+    plot: Annotated[Path | None, _option("--plot")] = None,
+    as_json: Annotated[bool, _option("--json")] = False,
 ) -> None:
     """Measure retrieval quality (nDCG@10, Recall@10/@100, MRR@10) and tune the fusion."""
     from retrievalagent.cli._app import _errors, err
@@ -200,16 +188,17 @@ def eval_command(
             data_dir=data_dir,
             on_stage=None if as_json else lambda m: err.print(f"[dim]{escape(m)}...[/]"),
         )
+        plotted = None
         if plot is not None:
             from retrievalagent.eval._plot import plot_report
 
-            report.plot = str(plot_report(report, plot))
+            plotted = report.plot = str(plot_report(report, plot))
         if as_json:
             out = report.to_dict()
-            if plot is not None:
-                out["plot"] = report.plot
+            if plotted is not None:
+                out["plot"] = plotted
             console.print_json(json.dumps(out))
         else:
             _print(report, console)
-            if plot is not None:
-                console.print(f"[dim]plot written to {escape(report.plot)}[/]")
+            if plotted is not None:
+                console.print(f"[dim]plot written to {escape(plotted)}[/]")

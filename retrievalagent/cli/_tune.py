@@ -100,68 +100,103 @@ def suggest(
     return value, f"widest gap in the scores: {a:.3f} .. {b:.3f}"
 
 
+class _Tally:
+    """What the trace events of many turns say about the two thresholds."""
+
+    def __init__(self) -> None:
+        self.best_scores: list[float] = []
+        self.recall: Counter[str] = Counter()
+        self.relevance_in_use: Counter[float] = Counter()
+        self.proposed: list[float] = []
+        self.grades: Counter[str] = Counter()
+        self.storage_in_use: Counter[float] = Counter()
+        self.writes: Counter[str] = Counter()
+
+    def add(self, event: dict[str, Any]) -> None:
+        node = event.get("node")
+        if node == "read_memory":
+            self.read_memory(event)
+        elif node == "final_grade":
+            self.final_grade(event)
+        elif node == "write_memory":
+            self.write_memory(event)
+
+    def read_memory(self, event: dict[str, Any]) -> None:
+        fired = event.get("n_kept", 1 if "memories" in event else 0) and not event.get("skipped")
+        if "error" in event:
+            self.recall["error"] += 1
+        elif fired:
+            self.recall["fired"] += 1
+        else:
+            self.recall[str(event.get("skipped", "?"))] += 1
+        best = event.get("best_similarity", event.get("best_score"))
+        if isinstance(best, int | float):
+            self.best_scores.append(float(best))
+        if isinstance(event.get("threshold"), int | float):
+            self.relevance_in_use[float(event["threshold"])] += 1
+
+    def final_grade(self, event: dict[str, Any]) -> None:
+        self.grades["store" if event.get("memory_should_store") else "not_store"] += 1
+        if event.get("memory_worth_storing") or event.get("memory_should_store"):
+            self.proposed.append(float(event.get("memory_confidence") or 0.0))
+        if isinstance(event.get("storage_threshold"), int | float):
+            self.storage_in_use[float(event["storage_threshold"])] += 1
+
+    def write_memory(self, event: dict[str, Any]) -> None:
+        if "error" in event:
+            self.writes["failed"] += 1
+        elif event.get("scheduled"):
+            self.writes["scheduled"] += 1
+        else:
+            self.writes[f"skipped: {event.get('skipped', '?')}"] += 1
+
+
+def _threshold(
+    scores: list[float],
+    in_use: Counter[float],
+    bounds: tuple[float, float],
+    score_name: str,
+    events_name: str,
+    events: Counter[str],
+) -> dict[str, Any]:
+    """The report on one threshold: the value in use, the scores, and a suggestion."""
+    current = in_use.most_common(1)[0][0] if in_use else None
+    value, why = suggest(scores, current, bounds)
+    return {
+        "current": current,
+        score_name: _quantiles(scores),
+        events_name: dict(events),
+        "pass_at": {str(t): sum(v >= t for v in scores) for t in CANDIDATES},
+        "suggested": value,
+        "why": why,
+    }
+
+
 def analyze(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Everything ``tune`` reports, as plain data."""
-    best_scores: list[float] = []
-    recall: Counter[str] = Counter()
-    relevance_in_use: Counter[float] = Counter()
-    proposed: list[float] = []
-    grades: Counter[str] = Counter()
-    storage_in_use: Counter[float] = Counter()
-    writes: Counter[str] = Counter()
+    tally = _Tally()
     for record in records:
         for event in record.get("trace") or []:
-            node = event.get("node")
-            if node == "read_memory":
-                if "error" in event:
-                    recall["error"] += 1
-                elif event.get("n_kept", 1 if "memories" in event else 0) and not event.get(
-                    "skipped"
-                ):
-                    recall["fired"] += 1
-                else:
-                    recall[str(event.get("skipped", "?"))] += 1
-                best = event.get("best_similarity", event.get("best_score"))
-                if isinstance(best, int | float):
-                    best_scores.append(float(best))
-                if isinstance(event.get("threshold"), int | float):
-                    relevance_in_use[float(event["threshold"])] += 1
-            elif node == "final_grade":
-                grades["store" if event.get("memory_should_store") else "not_store"] += 1
-                if event.get("memory_worth_storing") or event.get("memory_should_store"):
-                    proposed.append(float(event.get("memory_confidence") or 0.0))
-                if isinstance(event.get("storage_threshold"), int | float):
-                    storage_in_use[float(event["storage_threshold"])] += 1
-            elif node == "write_memory":
-                if "error" in event:
-                    writes["failed"] += 1
-                elif event.get("scheduled"):
-                    writes["scheduled"] += 1
-                else:
-                    writes[f"skipped: {event.get('skipped', '?')}"] += 1
-    current_rel = relevance_in_use.most_common(1)[0][0] if relevance_in_use else None
-    current_sto = storage_in_use.most_common(1)[0][0] if storage_in_use else None
-    rel_value, rel_why = suggest(best_scores, current_rel, RELEVANCE_RANGE)
-    sto_value, sto_why = suggest(proposed, current_sto, STORAGE_RANGE)
+            tally.add(event)
     return {
         "turns": len(records),
-        "relevance": {
-            "current": current_rel,
-            "best_score": _quantiles(best_scores),
-            "recalls": dict(recall),
-            "pass_at": {str(t): sum(v >= t for v in best_scores) for t in CANDIDATES},
-            "suggested": rel_value,
-            "why": rel_why,
-        },
-        "storage": {
-            "current": current_sto,
-            "memory_confidence": _quantiles(proposed),
-            "grades": dict(grades),
-            "pass_at": {str(t): sum(v >= t for v in proposed) for t in CANDIDATES},
-            "suggested": sto_value,
-            "why": sto_why,
-        },
-        "writes": dict(writes),
+        "relevance": _threshold(
+            tally.best_scores,
+            tally.relevance_in_use,
+            RELEVANCE_RANGE,
+            "best_score",
+            "recalls",
+            tally.recall,
+        ),
+        "storage": _threshold(
+            tally.proposed,
+            tally.storage_in_use,
+            STORAGE_RANGE,
+            "memory_confidence",
+            "grades",
+            tally.grades,
+        ),
+        "writes": dict(tally.writes),
     }
 
 

@@ -29,7 +29,8 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -476,22 +477,9 @@ def evaluate(
         beir, questions, docs, derive_from, split, cfg, {"embeddings": embeddings, **settings}
     )
     if llm_questions:
-        if test.kind != "derived":
-            raise ConfigError("llm_questions= adds to a derived set: use docs= or derive_from=")
-        chat = resolve_model(model if model is not None else cfg.model)
-        if chat is None:
-            raise ConfigError("llm_questions= needs a chat model: pass model= (or RAG_MODEL)")
-        say(f"asking {llm_questions} questions of the model")
-        add_llm_questions(
-            test, chat, llm_questions, RetryPolicy(cfg.model_retries, cfg.model_backoff)
-        )
-        model = chat
+        model = _add_llm_questions(test, llm_questions, model, cfg, say)
     _limit(test, max_queries)
-    if test.kind == "questions" and not collection:
-        raise ConfigError("questions= needs the collection they are about: collection=...")
-    name = collection or _default_collection(test, docs)
-    if test.documents is None:
-        _must_exist(name, cfg)
+    name = _collection_name(test, collection, docs, cfg)
     agent = init_agent(
         name,
         model=model,
@@ -501,83 +489,27 @@ def evaluate(
     )
     timings: dict[str, float] = {}
     try:
-        t0 = time.perf_counter()
-        if test.documents is not None:
-            say(f"indexing {len(test.documents)} documents into {name!r}")
-            agent.add_documents(test.documents, progress=show)
-            _stale(agent, test, owned=collection is None)
-        elif agent.count() == 0:
-            raise ConfigError(f"collection {name!r} is empty: ingest the documents first")
-        timings["ingest_s"] = round(time.perf_counter() - t0, 2)
+        with _timed(timings, "ingest_s"):
+            _index(agent, test, name, owned=collection is None, show=show, say=say)
         current = Setting.of(agent.settings)
         ev = _Evaluation(agent, test, show)
-        t0 = time.perf_counter()
-        say(f"searching {len(test.queries)} queries")
-        ev.collect()
-        timings["search_s"] = round(time.perf_counter() - t0, 2)
+        with _timed(timings, "search_s"):
+            say(f"searching {len(test.queries)} queries")
+            ev.collect()
         qids = list(test.queries)
         hybrid = ev.hybrid(current, qids)
-        runs = [
-            _row("bm25", "all", len(qids), ev.scores(ev.single("lexical", qids), qids)),
-            _row("dense", "all", len(qids), ev.scores(ev.single("dense", qids), qids)),
-            _row("hybrid", "all", len(qids), ev.scores(hybrid, qids), setting=current.label()),
-        ]
+        runs = _runs(ev, "all", qids, {"hybrid": (current, hybrid)})
         tuned = None
         if tune:
-            t0 = time.perf_counter()
-            dev = [q for q in qids if split_of(q) == "dev"]
-            held = [q for q in qids if split_of(q) == "test"]
-            if len(dev) < 5 or len(held) < 5:
-                raise ConfigError(f"tune needs 10+ queries (have {len(qids)})")
-            say(f"tuning on {len(dev)} dev queries, scoring on {len(held)} held-out queries")
-            best, details = _tune(ev, current, dev, held)
-            for split_name, part in (("test", held),):
-                runs += [
-                    _row(
-                        "bm25", split_name, len(part), ev.scores(ev.single("lexical", part), part)
-                    ),
-                    _row("dense", split_name, len(part), ev.scores(ev.single("dense", part), part)),
-                    _row(
-                        "hybrid",
-                        split_name,
-                        len(part),
-                        ev.scores(ev.hybrid(current, part), part),
-                        setting=current.label(),
-                    ),
-                    _row(
-                        "tuned",
-                        split_name,
-                        len(part),
-                        ev.scores(ev.hybrid(best, part), part),
-                        setting=best.label(),
-                    ),
-                ]
-            tuned = {
-                "setting": best.label(),
-                "env": best.env(),
-                "is_current": best == current,
-                "dev_queries": len(dev),
-                "test_queries": len(held),
-                "dev_ndcg@10": round(ev.scores(ev.hybrid(best, dev, need=10), dev)["ndcg@10"], 4),
-                "test_ndcg@10": next(
-                    r["ndcg@10"] for r in runs if r["run"] == "tuned" and r["split"] == "test"
-                ),
-                "reproduced_test_ndcg@10": round(_reproduce(ev, best, held), 4),
-                **details,
-            }
-            timings["tune_s"] = round(time.perf_counter() - t0, 2)
+            with _timed(timings, "tune_s"):
+                tuned = _tuned(ev, current, qids, runs, say)
         rerank = None
         if reranker is not None:
-            t0 = time.perf_counter()
-            say(f"reranking the top {agent.settings.rerank_k} of {len(qids)} queries")
-            rerank = _rerank(ev, current, hybrid, qids)
-            runs.append(rerank.pop("row"))
-            timings["rerank_s"] = round(time.perf_counter() - t0, 2)
-        out_path = None
-        if run_out is not None:
-            out_path = Path(run_out).expanduser()
-            out_path.parent.mkdir(parents=True, exist_ok=True)
-            out_path.write_text(json.dumps(hybrid, ensure_ascii=False, indent=0) + "\n")
+            with _timed(timings, "rerank_s"):
+                say(f"reranking the top {agent.settings.rerank_k} of {len(qids)} queries")
+                rerank = _rerank(ev, current, hybrid, qids)
+                runs.append(rerank.pop("row"))
+        out_path = _write_run(run_out, hybrid)
         timings["total_s"] = round(time.perf_counter() - started, 2)
         return EvalReport(
             test_set=describe(test),
@@ -593,10 +525,112 @@ def evaluate(
             tuned=tuned,
             rerank=rerank,
             timings=timings,
-            run_out=str(out_path) if out_path else None,
+            run_out=out_path,
         )
     finally:
         agent.close()
+
+
+@contextmanager
+def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
+    """Record under ``key`` how long the block took (seconds; nothing if it raised)."""
+    t0 = time.perf_counter()
+    yield
+    timings[key] = round(time.perf_counter() - t0, 2)
+
+
+def _add_llm_questions(
+    test: TestSet, n: int, model: Any, cfg: Settings, say: Callable[[str], None]
+) -> Any:
+    """Add ``n`` questions the chat model writes to a derived set; returns the model."""
+    if test.kind != "derived":
+        raise ConfigError("llm_questions= adds to a derived set: use docs= or derive_from=")
+    chat = resolve_model(model if model is not None else cfg.model)
+    if chat is None:
+        raise ConfigError("llm_questions= needs a chat model: pass model= (or RAG_MODEL)")
+    say(f"asking {n} questions of the model")
+    add_llm_questions(test, chat, n, RetryPolicy(cfg.model_retries, cfg.model_backoff))
+    return chat
+
+
+def _collection_name(test: TestSet, collection: str | None, docs: Any, cfg: Settings) -> str:
+    """The collection the test set is searched in (it must exist unless it gets indexed)."""
+    if test.kind == "questions" and not collection:
+        raise ConfigError("questions= needs the collection they are about: collection=...")
+    name = collection or _default_collection(test, docs)
+    if test.documents is None:
+        _must_exist(name, cfg)
+    return name
+
+
+def _index(
+    agent: Any, test: TestSet, name: str, *, owned: bool, show: bool, say: Callable[[str], None]
+) -> None:
+    """Index the test set's documents (if it brings them), or check the collection has some."""
+    if test.documents is not None:
+        say(f"indexing {len(test.documents)} documents into {name!r}")
+        agent.add_documents(test.documents, progress=show)
+        _stale(agent, test, owned=owned)
+    elif agent.count() == 0:
+        raise ConfigError(f"collection {name!r} is empty: ingest the documents first")
+
+
+def _runs(
+    ev: _Evaluation,
+    split: str,
+    qids: list[str],
+    fused: Mapping[str, tuple[Setting, Mapping[str, Sequence[str]]]],
+) -> list[dict[str, Any]]:
+    """The rows of one split: BM25 and dense alone, then each named fused run with its setting."""
+    rows = [
+        _row(name, split, len(qids), ev.scores(ev.single(which, qids), qids))
+        for name, which in (("bm25", "lexical"), ("dense", "dense"))
+    ]
+    rows += [
+        _row(name, split, len(qids), ev.scores(run, qids), setting=setting.label())
+        for name, (setting, run) in fused.items()
+    ]
+    return rows
+
+
+def _tuned(
+    ev: _Evaluation,
+    current: Setting,
+    qids: list[str],
+    runs: list[dict[str, Any]],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Tune on the dev half, add the held-out rows to ``runs`` and describe the outcome."""
+    dev = [q for q in qids if split_of(q) == "dev"]
+    held = [q for q in qids if split_of(q) == "test"]
+    if len(dev) < 5 or len(held) < 5:
+        raise ConfigError(f"tune needs 10+ queries (have {len(qids)})")
+    say(f"tuning on {len(dev)} dev queries, scoring on {len(held)} held-out queries")
+    best, details = _tune(ev, current, dev, held)
+    fused = {"hybrid": (current, ev.hybrid(current, held)), "tuned": (best, ev.hybrid(best, held))}
+    held_rows = _runs(ev, "test", held, fused)
+    runs += held_rows
+    return {
+        "setting": best.label(),
+        "env": best.env(),
+        "is_current": best == current,
+        "dev_queries": len(dev),
+        "test_queries": len(held),
+        "dev_ndcg@10": round(ev.scores(ev.hybrid(best, dev, need=10), dev)["ndcg@10"], 4),
+        "test_ndcg@10": held_rows[-1]["ndcg@10"],  # the tuned row
+        "reproduced_test_ndcg@10": round(_reproduce(ev, best, held), 4),
+        **details,
+    }
+
+
+def _write_run(run_out: str | Path | None, run: Mapping[str, Sequence[str]]) -> str | None:
+    """Write the run as JSON ``{query_id: [ids, best first]}``; its path, or None."""
+    if run_out is None:
+        return None
+    out_path = Path(run_out).expanduser()
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(run, ensure_ascii=False, indent=0) + "\n")
+    return str(out_path)
 
 
 def _rerank(

@@ -64,66 +64,96 @@ def _plain_heading(lines: list[str], i: int) -> int | None:
     return 1 if line.upper() == line else 2
 
 
+def _without_front_matter(lines: list[str]) -> list[str]:
+    """``lines`` less a leading YAML front matter block (``---`` ... ``---`` or ``...``)."""
+    if lines and lines[0].strip() == "---":
+        for end in range(1, min(len(lines), 200)):
+            if lines[end].strip() in ("---", "..."):
+                return lines[end + 1 :]
+    return lines
+
+
+def _is_underlined(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` is a Setext / reST heading: a flush-left line over a run of one
+    punctuation character at least half as long."""
+    line = lines[i]
+    return (
+        i + 1 < len(lines)
+        and bool(line.strip())
+        and not line.startswith((" ", "\t"))
+        and _UNDERLINE.match(lines[i + 1]) is not None
+        and len(lines[i + 1].strip()) >= max(3, len(line.strip()) // 2)
+    )
+
+
+def _heading_at(
+    lines: list[str], i: int, underline_levels: list[str], plain_headings: bool
+) -> tuple[int, str, int] | None:
+    """The heading at line ``i`` as (level, title, lines it spans), or None.
+
+    Underlined headings take their levels in order of first appearance of each underline
+    character (``underline_levels`` remembers them across the document).
+    """
+    line = lines[i]
+    if m := _ATX.match(line):
+        return len(m.group(1)), m.group(2), 1
+    if _is_underlined(lines, i):
+        char = lines[i + 1].strip()[0]
+        if char not in underline_levels:
+            underline_levels.append(char)
+        return underline_levels.index(char) + 1, line, 2
+    if plain_headings and (level := _plain_heading(lines, i)) is not None:
+        return level, line, 1
+    return None
+
+
+class _Outline:
+    """Sections as they are read: the open heading path and the body lines under it."""
+
+    def __init__(self) -> None:
+        self.sections: list[Section] = []
+        self.path: list[tuple[int, str]] = []
+        self.body: list[str] = []
+
+    def flush(self) -> None:
+        content = "\n".join(self.body).strip()
+        if content:
+            self.sections.append(Section([h for _, h in self.path], content))
+        self.body.clear()
+
+    def open_heading(self, level: int, title: str) -> None:
+        self.flush()
+        while self.path and self.path[-1][0] >= level:
+            self.path.pop()
+        self.path.append((level, title.strip()))
+
+
 def split_sections(text: str, plain_headings: bool = False) -> list[Section]:
     """Sections of a Markdown or plain/reST text, keyed by their heading path.
 
     With ``plain_headings`` (plain ``.txt`` files), a short line standing alone between
     blank lines also opens a section.
     """
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if lines and lines[0].strip() == "---":  # YAML front matter
-        for end in range(1, min(len(lines), 200)):
-            if lines[end].strip() in ("---", "..."):
-                lines = lines[end + 1 :]
-                break
-    sections: list[Section] = []
-    path: list[tuple[int, str]] = []
-    body: list[str] = []
+    lines = _without_front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    outline = _Outline()
     underline_levels: list[str] = []
     in_fence = False
-
-    def flush() -> None:
-        content = "\n".join(body).strip()
-        if content:
-            sections.append(Section([h for _, h in path], content))
-        body.clear()
-
-    def open_heading(level: int, title: str) -> None:
-        flush()
-        while path and path[-1][0] >= level:
-            path.pop()
-        path.append((level, title.strip()))
-
     i = 0
     while i < len(lines):
-        line = lines[i]
-        if _FENCE.match(line):
+        heading = None
+        if _FENCE.match(lines[i]):
             in_fence = not in_fence
-            body.append(line)
-        elif in_fence:
-            body.append(line)
-        elif m := _ATX.match(line):
-            open_heading(len(m.group(1)), m.group(2))
-        elif (
-            i + 1 < len(lines)
-            and line.strip()
-            and not line.startswith((" ", "\t"))
-            and _UNDERLINE.match(lines[i + 1])
-            and len(lines[i + 1].strip()) >= max(3, len(line.strip()) // 2)
-        ):
-            # Setext / reST heading: levels in order of first appearance of each underline.
-            char = lines[i + 1].strip()[0]
-            if char not in underline_levels:
-                underline_levels.append(char)
-            open_heading(underline_levels.index(char) + 1, line)
+        elif not in_fence:
+            heading = _heading_at(lines, i, underline_levels, plain_headings)
+        if heading is None:
+            outline.body.append(lines[i])
             i += 1
-        elif plain_headings and (level := _plain_heading(lines, i)) is not None:
-            open_heading(level, line)
         else:
-            body.append(line)
-        i += 1
-    flush()
-    return sections
+            level, title, spans = heading
+            outline.open_heading(level, title)
+            i += spans
+    outline.flush()
+    return outline.sections
 
 
 def html_to_sections(html: str) -> tuple[str | None, list[Section]]:
@@ -176,30 +206,33 @@ def _pieces(text: str, limit: int) -> list[str]:
     out: list[str] = []
     for para in re.split(r"\n\s*\n", text):
         para = para.strip()
-        if not para:
-            continue
         if len(para) <= limit:
-            out.append(para)
+            out.extend([para] if para else [])
             continue
         for sentence in _SENTENCE_END.split(para):
-            if len(sentence) <= limit:
-                out.append(sentence)
-                continue
-            words, current = sentence.split(), ""
-            for word in words:
-                while len(word) > limit:  # nowhere to split (a blob, minified text): cut it
-                    if current:
-                        out.append(current)
-                        current = ""
-                    out.append(word[:limit])
-                    word = word[limit:]
-                if current and len(current) + 1 + len(word) > limit:
-                    out.append(current)
-                    current = word
-                else:
-                    current = f"{current} {word}" if current else word
+            out.extend([sentence] if len(sentence) <= limit else _word_runs(sentence, limit))
+    return out
+
+
+def _word_runs(sentence: str, limit: int) -> list[str]:
+    """A long sentence packed into runs of whole words of at most ``limit`` characters; a
+    word longer than that (a blob, minified text: nowhere to split) is cut."""
+    out: list[str] = []
+    current = ""
+    for word in sentence.split():
+        while len(word) > limit:
             if current:
                 out.append(current)
+                current = ""
+            out.append(word[:limit])
+            word = word[limit:]
+        if current and len(current) + 1 + len(word) > limit:
+            out.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    if current:
+        out.append(current)
     return out
 
 

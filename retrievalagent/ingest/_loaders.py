@@ -245,12 +245,11 @@ def _as_path(item: str | os.PathLike[str]) -> Path | None:
     return Path(item)
 
 
-def read_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> Inputs:
-    """Source documents for ``items`` (one item or an iterable of them), in the order
-    given, and the folders among them."""
-    metadata = dict(metadata or {})
+def _item_list(items: Any) -> Iterable[Any]:
+    """``items`` as an iterable of items (one item becomes a list of one), or an error
+    for what cannot hold documents."""
     if isinstance(items, str | os.PathLike | Document):
-        items = [items]
+        return [items]
     if isinstance(items, bytes | bytearray | Mapping):  # iterable, but not of documents
         raise IngestError(
             f"add_documents takes paths, Documents or strings (or a list of them), not "
@@ -261,27 +260,40 @@ def read_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> Inputs
             f"add_documents takes paths, Documents or strings (or a list of them), "
             f"not {type(items).__name__}"
         )
+    return items
+
+
+def _read_item(item: Any, metadata: Mapping[str, Any]) -> tuple[list[SourceDoc], str | None]:
+    """The source documents of one item, and its source prefix when it is a folder."""
+    if isinstance(item, Document):
+        return [_from_document(item, metadata)], None
+    if not isinstance(item, str | os.PathLike):
+        raise IngestError(
+            f"cannot ingest an item of type {type(item).__name__}; pass a path, a "
+            "langchain Document or a string"
+        )
+    path = _as_path(item)
+    if path is None:
+        if not str(item).strip():
+            raise IngestError("cannot ingest an empty string")
+        return [_from_text(str(item), metadata)], None
+    docs = list(_from_path(path, metadata))
+    if path.expanduser().is_dir():  # _from_path has checked that it can be read
+        return docs, source_key(path).rstrip("/") + "/"
+    return docs, None
+
+
+def read_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> Inputs:
+    """Source documents for ``items`` (one item or an iterable of them), in the order
+    given, and the folders among them."""
+    metadata = dict(metadata or {})
     docs: list[SourceDoc] = []
     folders: list[str] = []
     seen: dict[str, int] = {}
-    for item in items:
-        if isinstance(item, Document):
-            new = [_from_document(item, metadata)]
-        elif isinstance(item, str | os.PathLike):
-            path = _as_path(item)
-            if path is None:
-                if not str(item).strip():
-                    raise IngestError("cannot ingest an empty string")
-                new = [_from_text(str(item), metadata)]
-            else:
-                new = list(_from_path(path, metadata))
-                if path.expanduser().is_dir():  # _from_path has checked that it can be read
-                    folders.append(source_key(path).rstrip("/") + "/")
-        else:
-            raise IngestError(
-                f"cannot ingest an item of type {type(item).__name__}; pass a path, a "
-                "langchain Document or a string"
-            )
+    for item in _item_list(items):
+        new, folder = _read_item(item, metadata)
+        if folder is not None:
+            folders.append(folder)
         for doc in new:
             if doc.source in seen:  # the same source twice in one call: the last one wins
                 docs[seen[doc.source]] = doc

@@ -17,7 +17,8 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,34 +209,27 @@ class Ingestor:
             if not left:
                 self._commit(source, plan, report)
         show = sys.stderr.isatty() if progress is None else progress
-        bar = None
-        if show and plan.pending:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(plan.pending), unit="chunk", desc="Indexing", leave=False)
-        try:
+        with _progress_bar(len(plan.pending) if show else 0) as advance:
             for window in self._windows(plan.pending):
-                texts = [p.chunk.indexed_text for p in window]
-                dense = self.embeddings.embed_documents(texts)
-                sparse = [self.encoder.encode_document(t) for t in texts]
-                self.index.upsert(
-                    [p.id for p in window], dense, sparse, [self._payload(p) for p in window]
-                )
-                report.added_chunks += len(window)
-                for item in window:
-                    plan.waiting[item.doc.source] -= 1
-                    if plan.waiting[item.doc.source] == 0:
-                        self._commit(item.doc.source, plan, report)
-                if bar is not None:
-                    bar.update(len(window))
-        finally:
-            if bar is not None:
-                bar.close()
+                self._write(window, plan, report)
+                advance(len(window))
         if mirror:
             self._prune(docs, mirror, report)
         optimize = getattr(self.index, "optimize", None)  # the embedded index compacts
         if optimize is not None and (report.added_chunks or report.removed_chunks):
             optimize()
+
+    def _write(self, window: list[_Pending], plan: _Plan, report: IngestReport) -> None:
+        """Embed and stage one window of chunks; commit each source whose last chunk it holds."""
+        texts = [p.chunk.indexed_text for p in window]
+        dense = self.embeddings.embed_documents(texts)
+        sparse = [self.encoder.encode_document(t) for t in texts]
+        self.index.upsert([p.id for p in window], dense, sparse, [self._payload(p) for p in window])
+        report.added_chunks += len(window)
+        for item in window:
+            plan.waiting[item.doc.source] -= 1
+            if plan.waiting[item.doc.source] == 0:
+                self._commit(item.doc.source, plan, report)
 
     def _prune(
         self, docs: Sequence[SourceDoc], mirror: Sequence[str], report: IngestReport
@@ -247,3 +241,19 @@ class Ingestor:
                 report.removed_chunks += self.index.delete([Condition("source", "match", source)])
                 if source in visible:
                     report.removed_sources.append(source)
+
+
+@contextmanager
+def _progress_bar(total: int) -> Iterator[Callable[[int], object]]:
+    """A chunk progress bar on stderr while the block runs (none for ``total`` 0); yields
+    the function that advances it."""
+    if not total:
+        yield lambda n: None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="chunk", desc="Indexing", leave=False)
+    try:
+        yield bar.update
+    finally:
+        bar.close()

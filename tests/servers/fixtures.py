@@ -1,8 +1,6 @@
 """Pytest fixtures for the local test servers.
 
-Load them from ``tests/conftest.py`` with::
-
-    from tests.servers.fixtures import *  # noqa: F403
+``tests/conftest.py`` imports them by name, which makes them every test's fixtures.
 
 Each server is started once per test session (on 127.0.0.1) and reset before every test
 that uses it, so tests are isolated and fast.
