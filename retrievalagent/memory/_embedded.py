@@ -58,7 +58,7 @@ def _quiet_extras_notes() -> None:
 
 def _close_memory(memory: Any) -> None:
     """Close what a mem0 ``Memory`` holds open: Qdrant clients and the history database."""
-    clients = []
+    clients: list[Any] = []
     for attr in ("vector_store", "_entity_store", "_telemetry_vector_store"):
         client = getattr(getattr(memory, attr, None), "client", None)
         if client is not None and all(client is not c for c in clients):
