@@ -13,7 +13,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
-__all__ = ["DENSE", "IS_STAGED", "SPARSE", "STAGED", "STAGED_MARK", "VectorIndex"]
+__all__ = [
+    "DENSE",
+    "IS_STAGED",
+    "SPARSE",
+    "STAGED",
+    "STAGED_MARK",
+    "DenseBatch",
+    "Payloads",
+    "VectorIndex",
+]
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -23,6 +32,10 @@ STAGED = "staged"
 STAGED_MARK = "yes"  # a keyword: the embedded engine does not match booleans
 #: The condition that picks staged chunks (searches put it under ``must_not``).
 IS_STAGED = Condition(STAGED, "match", STAGED_MARK)
+#: The dense vectors of a batch of chunks, one per chunk.
+DenseBatch = Sequence[Sequence[float]]
+#: The payloads of a batch of chunks, one per chunk.
+Payloads = Sequence[dict[str, Any]]
 
 
 @runtime_checkable
@@ -31,27 +44,37 @@ class VectorIndex(Protocol):
 
     #: Where the index lives, for messages (a path, ``:memory:`` or a URL).
     location: str
+    #: Whether searches should ask for ids and scores only (``with_payload=False``), the
+    #: payloads of the few fused winners fetched after with :meth:`retrieve`: worth it
+    #: where reading payloads costs more than the search (the embedded engine), not where
+    #: the fetch is one more network round trip (a server).
+    search_without_payloads: bool
 
     def ensure(self, dimension: int) -> None:
         """Create the collection for ``dimension``-d vectors, or check the existing one."""
 
     def upsert(
-        self,
-        ids: Sequence[str],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[Sparse],
-        payloads: Sequence[dict[str, Any]],
+        self, ids: Sequence[str], dense: DenseBatch, sparse: Sequence[Sparse], payloads: Payloads
     ) -> None:
         """Insert or replace chunks (same id = replace); a payload with ``STAGED: STAGED_MARK``
         stays hidden until :meth:`commit`."""
 
     def dense_search(
-        self, vector: Sequence[float], limit: int, conditions: Sequence[Condition] = ()
+        self,
+        vector: Sequence[float],
+        limit: int,
+        conditions: Sequence[Condition] = (),
+        with_payload: bool = True,
     ) -> list[Hit]:
-        """Nearest chunks by cosine similarity, best first."""
+        """Nearest chunks by cosine similarity, best first (without payloads: ids and
+        scores only)."""
 
     def sparse_search(
-        self, vector: Sparse, limit: int, conditions: Sequence[Condition] = ()
+        self,
+        vector: Sparse,
+        limit: int,
+        conditions: Sequence[Condition] = (),
+        with_payload: bool = True,
     ) -> list[Hit]:
         """Best BM25 matches (IDF applied by the engine), best first."""
 
