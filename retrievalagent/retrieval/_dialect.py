@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from retrievalagent.errors import VectorIndexError
-from retrievalagent.retrieval._index import DENSE, IS_STAGED, SPARSE, DenseBatch, Payloads
+from retrievalagent.retrieval._index import (
+    DENSE,
+    IS_STAGED,
+    SPARSE,
+    Conditions,
+    DenseBatch,
+    Payloads,
+)
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
 __all__ = ["Dialect", "hit", "records"]
@@ -77,9 +84,7 @@ class Dialect(Generic[FilterT]):
             return self.field_condition(key=c.key, match=self.match_any(any=c.value))
         return self.field_condition(key=c.key, range=self.range(**c.value))
 
-    def build(
-        self, conditions: Sequence[Condition], must_not: Sequence[Condition] = ()
-    ) -> FilterT | None:
+    def build(self, conditions: Conditions, must_not: Conditions = ()) -> FilterT | None:
         """Chunks matching every one of ``conditions`` and none of ``must_not``; None when
         both are empty (no filter: every chunk)."""
         if not conditions and not must_not:
@@ -89,22 +94,18 @@ class Dialect(Generic[FilterT]):
             must_not=[self.condition(c) for c in must_not] or None,
         )
 
-    def deleting(
-        self, conditions: Sequence[Condition], must_not: Sequence[Condition] = ()
-    ) -> FilterT:
+    def deleting(self, conditions: Conditions, must_not: Conditions = ()) -> FilterT:
         """``build`` for a delete, which must never select every chunk by accident."""
         flt = self.build(conditions, must_not)
         if flt is None:
             raise VectorIndexError("refusing to delete without conditions")
         return flt
 
-    def visible(
-        self, conditions: Sequence[Condition] = (), any_staged: bool = True
-    ) -> FilterT | None:
+    def visible(self, conditions: Conditions = (), any_staged: bool = True) -> FilterT | None:
         """``conditions`` minus staged chunks (the exclusion can be left out when the caller
         knows nothing is staged)."""
         return self.build(conditions, [IS_STAGED] if any_staged else ())
 
-    def staged(self, conditions: Sequence[Condition] = ()) -> FilterT:
+    def staged(self, conditions: Conditions = ()) -> FilterT:
         """Only the staged chunks matching ``conditions``."""
         return self.filter(must=[self.condition(c) for c in (*conditions, IS_STAGED)])

@@ -33,7 +33,9 @@ from retrievalagent.retrieval._index import (
     SPARSE,
     STAGED,
     STAGED_MARK,
+    Conditions,
     DenseBatch,
+    Embedding,
     Payloads,
 )
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
@@ -218,7 +220,7 @@ class EdgeIndex:
             raise VectorIndexError("the index is not open (closed, or ensure() was not called)")
         return self._shared.shard
 
-    def _live(self, conditions: Sequence[Condition] = ()) -> qe.Filter | None:
+    def _live(self, conditions: Conditions = ()) -> qe.Filter | None:
         """A filter for ``conditions`` that hides staged chunks (only while there are any:
         the exclusion costs ~6x on an exact dense search of 50k chunks)."""
         staged = self._shared is not None and self._shared.staged
@@ -277,7 +279,7 @@ class EdgeIndex:
                 self._shared.staged = _count(self.shard, _DIALECT.staged()) > 0
         return removed
 
-    def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
+    def delete(self, conditions: Conditions, keep_doc_hash: str | None = None) -> int:
         keep = [Condition("doc_hash", "match", keep_doc_hash)] if keep_doc_hash else []
         flt = _DIALECT.deleting(conditions, keep)
         with self._write_lock:
@@ -292,11 +294,7 @@ class EdgeIndex:
     # ``with_payload=False`` returns ids and scores only: reading fetch_k payloads from the
     # payload storage costs more than the search itself, and fusion needs none of them.
     def dense_search(
-        self,
-        vector: Sequence[float],
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Embedding, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         request = qe.QueryRequest(
             limit=limit,
@@ -307,11 +305,7 @@ class EdgeIndex:
         return [hit(p) for p in self.shard.query(request)]
 
     def sparse_search(
-        self,
-        vector: Sparse,
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Sparse, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         if not vector:
             return []
@@ -329,7 +323,7 @@ class EdgeIndex:
         records = self.shard.retrieve(list(ids), with_payload=True, with_vector=False)
         return {str(r.id): dict(r.payload or {}) for r in records}
 
-    def chunks(self, conditions: Sequence[Condition] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+    def chunks(self, conditions: Conditions = ()) -> Iterator[tuple[str, dict[str, Any]]]:
         yield from records(
             lambda offset: self.shard.scroll(
                 qe.ScrollRequest(
@@ -363,7 +357,7 @@ class EdgeIndex:
         )
         return {str(h.value): int(h.count) for h in response.hits if h.count}
 
-    def count(self, conditions: Sequence[Condition] = ()) -> int:
+    def count(self, conditions: Conditions = ()) -> int:
         flt = self._live(conditions)
         if flt is None:
             return int(self.shard.info().points_count)

@@ -19,7 +19,9 @@ __all__ = [
     "SPARSE",
     "STAGED",
     "STAGED_MARK",
+    "Conditions",
     "DenseBatch",
+    "Embedding",
     "Payloads",
     "VectorIndex",
 ]
@@ -32,8 +34,12 @@ STAGED = "staged"
 STAGED_MARK = "yes"  # a keyword: the embedded engine does not match booleans
 #: The condition that picks staged chunks (searches put it under ``must_not``).
 IS_STAGED = Condition(STAGED, "match", STAGED_MARK)
+#: Conditions a chunk must all meet (none: every chunk).
+Conditions = Sequence[Condition]
+#: One embedding (a dense vector).
+Embedding = Sequence[float]
 #: The dense vectors of a batch of chunks, one per chunk.
-DenseBatch = Sequence[Sequence[float]]
+DenseBatch = Sequence[Embedding]
 #: The payloads of a batch of chunks, one per chunk.
 Payloads = Sequence[dict[str, Any]]
 
@@ -60,28 +66,20 @@ class VectorIndex(Protocol):
         stays hidden until :meth:`commit`."""
 
     def dense_search(
-        self,
-        vector: Sequence[float],
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Embedding, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         """Nearest chunks by cosine similarity, best first (without payloads: ids and
         scores only)."""
 
     def sparse_search(
-        self,
-        vector: Sparse,
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Sparse, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         """Best BM25 matches (IDF applied by the engine), best first."""
 
     def retrieve(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Payloads of the chunks with these ids (missing ids are left out)."""
 
-    def chunks(self, conditions: Sequence[Condition] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+    def chunks(self, conditions: Conditions = ()) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every visible chunk matching ``conditions``: its id and payload (in id order)."""
 
     def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
@@ -95,10 +93,10 @@ class VectorIndex(Protocol):
         """Make ``source``'s staged ``doc_hash`` chunks visible, after deleting all its other
         chunks; returns how many were deleted."""
 
-    def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
+    def delete(self, conditions: Conditions, keep_doc_hash: str | None = None) -> int:
         """Delete chunks matching ``conditions`` (except those with ``keep_doc_hash``)."""
 
-    def count(self, conditions: Sequence[Condition] = ()) -> int:
+    def count(self, conditions: Conditions = ()) -> int:
         """Number of chunks matching ``conditions``."""
 
     def sources(self, staged: bool = False) -> dict[str, int]:

@@ -16,7 +16,15 @@ if TYPE_CHECKING:
 
 from retrievalagent.errors import VectorIndexError
 from retrievalagent.retrieval._dialect import Dialect, hit, records
-from retrievalagent.retrieval._index import DENSE, SPARSE, STAGED, DenseBatch, Payloads
+from retrievalagent.retrieval._index import (
+    DENSE,
+    SPARSE,
+    STAGED,
+    Conditions,
+    DenseBatch,
+    Embedding,
+    Payloads,
+)
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
 __all__ = ["ServerIndex"]
@@ -43,7 +51,7 @@ def _dialect() -> Dialect[models.Filter]:
     )
 
 
-def _live(conditions: Sequence[Condition] = ()) -> models.Filter | None:
+def _live(conditions: Conditions = ()) -> models.Filter | None:
     """``conditions`` minus staged chunks (other processes may be staging at any time)."""
     return _dialect().visible(conditions)
 
@@ -133,7 +141,7 @@ class ServerIndex:
         )
         return removed
 
-    def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
+    def delete(self, conditions: Conditions, keep_doc_hash: str | None = None) -> int:
         keep = [Condition("doc_hash", "match", keep_doc_hash)] if keep_doc_hash else []
         flt = _dialect().deleting(conditions, keep)
         models = _models()
@@ -145,11 +153,7 @@ class ServerIndex:
         return n
 
     def dense_search(
-        self,
-        vector: Sequence[float],
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Embedding, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         response = self.client.query_points(
             self.collection,
@@ -162,11 +166,7 @@ class ServerIndex:
         return [hit(p) for p in response.points]
 
     def sparse_search(
-        self,
-        vector: Sparse,
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Sparse, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         if not vector:
             return []
@@ -186,7 +186,7 @@ class ServerIndex:
         records = self.client.retrieve(self.collection, ids=list(ids), with_payload=True)
         return {str(r.id): dict(r.payload or {}) for r in records}
 
-    def chunks(self, conditions: Sequence[Condition] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+    def chunks(self, conditions: Conditions = ()) -> Iterator[tuple[str, dict[str, Any]]]:
         yield from records(
             lambda offset: self.client.scroll(
                 self.collection,
@@ -225,7 +225,7 @@ class ServerIndex:
         )
         return {str(h.value): int(h.count) for h in response.hits if h.count}
 
-    def count(self, conditions: Sequence[Condition] = ()) -> int:
+    def count(self, conditions: Conditions = ()) -> int:
         return int(
             self.client.count(self.collection, count_filter=_live(conditions), exact=True).count
         )
