@@ -95,12 +95,12 @@ class EmbeddedMem0Backend(Mem0Backend):
         with _lock:
             key, self._key = self._key, None
             shared = _instances.get(key) if key is not None else None
-            if shared is None:
+            if key is None or shared is None:
                 return
             shared.users -= 1
             if shared.users > 0:
                 return
-            del _instances[key]  # type: ignore[arg-type]
+            del _instances[key]
         _close_memory(shared.memory)
 
 
