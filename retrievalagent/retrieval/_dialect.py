@@ -1,4 +1,5 @@
-"""What both index backends say alike: filters from ``Condition`` lists, and points.
+"""What both index backends say alike: filters from ``Condition`` lists, points, hits
+and scroll paging.
 
 qdrant-client and qdrant-edge spell filters and points with classes of the same fields
 (``Filter``, ``FieldCondition``, ``MatchValue``, ``MatchAny``, ``SparseVector``); only some
