@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
@@ -138,10 +137,6 @@ class AgentResult(dict):  # type: ignore[type-arg]
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self))
-
-    @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> AgentResult:
-        return cls(state)
 
     def events(self, node: str) -> list[dict[str, Any]]:
         """The trace events one node left, in order."""

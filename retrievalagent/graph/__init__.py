@@ -1,7 +1,7 @@
 """The agent's LangGraph: state, nodes and wiring."""
 
 from retrievalagent.graph._builder import NODE_NAMES, build_graph
-from retrievalagent.graph._history import fifo_removals, history_for_model, last_exchange
+from retrievalagent.graph._history import fifo_removals, history_for_model
 from retrievalagent.graph._nodes import Components, Nodes, TraceLog
 from retrievalagent.graph._state import AgentState
 
@@ -14,5 +14,4 @@ __all__ = [
     "build_graph",
     "fifo_removals",
     "history_for_model",
-    "last_exchange",
 ]

@@ -23,7 +23,6 @@ __all__ = [
     "fifo_removals",
     "history_for_model",
     "is_repeat",
-    "last_exchange",
     "normalize_query",
     "remember_failed_rewrite",
     "tried_queries",
@@ -59,15 +58,6 @@ def history_for_model(messages: Sequence[AnyMessage], budget_tokens: int) -> lis
         kept[:0] = [human, ai]
         used += cost
     return kept
-
-
-def last_exchange(messages: Sequence[AnyMessage]) -> tuple[str, str] | None:
-    """The most recent (question, answer) pair of a thread, if any."""
-    pairs = _pairs(messages)
-    if not pairs:
-        return None
-    human, ai = pairs[-1]
-    return str(human.content), str(ai.content)
 
 
 def fifo_removals(messages: Sequence[AnyMessage], keep_last: int | None) -> list[RemoveMessage]:

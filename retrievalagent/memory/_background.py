@@ -252,31 +252,12 @@ class BackgroundWrites:
         owner: str = "",
     ) -> float:
         """Run the coroutine from ``factory`` as a task on the running loop."""
-        waited = 0.0
-        if not self._slots.acquire(blocking=False):
-            started = time.perf_counter()
-            await asyncio.to_thread(self._slots.acquire)
-            waited = (time.perf_counter() - started) * 1e3
+        waited = await self._aacquire_slot()
         future = self._track(description, on_failure, owner)
-
-        async def attempt() -> None:
-            try:
-                await asyncio.wait_for(factory(), timeout=self.timeout)
-            except BaseException as exc:
-                if not future.done():
-                    future.set_exception(
-                        exc
-                        if isinstance(exc, Exception)
-                        else RuntimeError(f"write cancelled ({type(exc).__name__})")
-                    )
-                if not isinstance(exc, Exception):
-                    raise
-            else:
-                future.set_result(None)
 
         async def run() -> None:
             try:
-                await asyncio.wait_for(factory(), timeout=self.timeout)
+                await self._write_once(factory, future, last_try=False)
             except asyncio.CancelledError:
                 # The loop is closing with the write in flight (asyncio.run() returned
                 # without adrain_background()): it cancels every task, then runs until they
@@ -285,16 +266,39 @@ class BackgroundWrites:
                 task = asyncio.current_task()
                 if task is not None and hasattr(task, "uncancel"):
                     task.uncancel()
-                await attempt()
-            except Exception as exc:
-                if not future.done():
-                    future.set_exception(exc)
-            else:
-                future.set_result(None)
+                await self._write_once(factory, future, last_try=True)
 
         task = asyncio.get_running_loop().create_task(run(), name="retrievalagent-memory-write")
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
         return waited
+
+    async def _aacquire_slot(self) -> float:
+        """``_acquire_slot`` without blocking the event loop."""
+        if self._slots.acquire(blocking=False):
+            return 0.0
+        started = time.perf_counter()
+        await asyncio.to_thread(self._slots.acquire)
+        return (time.perf_counter() - started) * 1e3
+
+    async def _write_once(
+        self, factory: Callable[[], Awaitable[Any]], future: cf.Future[None], *, last_try: bool
+    ) -> None:
+        """One attempt at a coroutine write, settling ``future`` with how it ended.
+
+        A cancellation (or another ``BaseException``) propagates; on the last try it also
+        fails the write, since nothing will run it again.
+        """
+        try:
+            await asyncio.wait_for(factory(), timeout=self.timeout)
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+        except BaseException as exc:
+            if last_try and not future.done():
+                future.set_exception(RuntimeError(f"write cancelled ({type(exc).__name__})"))
+            raise
+        else:
+            future.set_result(None)
 
     # -- read-your-writes ------------------------------------------------------------------
     def _pending_of(self, owner: str) -> list[cf.Future[None]]:

@@ -25,12 +25,15 @@ embedded as the question that taught it (``recall_text``); the same question sco
 
 from __future__ import annotations
 
+import builtins
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrievalagent._inputs import check_id
+from retrievalagent.memory._plan import IO, Plan, arun, run
 from retrievalagent.types import MemoryInfo
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "MemoryHit",
     "MemoryKind",
     "MemoryRecord",
+    "PlannedBackend",
     "Recall",
     "RecallRequest",
     "fact_text",
@@ -181,6 +185,22 @@ def merge_facts(*channels: Sequence[MemoryHit]) -> list[MemoryHit]:
     return sorted(best.values(), key=lambda h: -h.score)
 
 
+def recall_of(
+    request: RecallRequest,
+    keyed: Sequence[MemoryHit],
+    similar: Sequence[MemoryHit],
+    preferences: Iterable[MemoryHit],
+    scanned: int,
+) -> Recall:
+    """A backend's answer from its channels: every alias match kept (even beyond
+    ``limit``), merged with the similar facts, and the newest preference per subject."""
+    return Recall(
+        facts=merge_facts(keyed, similar)[: max(request.limit, len(keyed))],
+        preferences=newest_per_key(preferences, request.max_preferences),
+        scanned=scanned,
+    )
+
+
 def memory_info(hit: MemoryHit) -> MemoryInfo:
     """A stored memory as ``list_memories`` shows it."""
     return MemoryInfo(
@@ -213,15 +233,85 @@ class MemoryBackend(Protocol):
 
     async def aadd(self, record: MemoryRecord) -> None: ...
 
-    def list(self, user_id: str) -> list[MemoryHit]:
+    def list(self, user_id: str) -> builtins.list[MemoryHit]:
         """Every memory of the user, newest first."""
 
-    async def alist(self, user_id: str) -> list[MemoryHit]: ...
+    async def alist(self, user_id: str) -> builtins.list[MemoryHit]: ...
 
     def forget(self, user_id: str, memory_id: str | None = None) -> int:
         """Delete one memory (or all of the user's); returns how many were deleted."""
 
     async def aforget(self, user_id: str, memory_id: str | None = None) -> int: ...
+
+
+class PlannedBackend(ABC):
+    """The ``MemoryBackend`` API over a backend's plans (see ``memory._plan``).
+
+    A backend writes each operation once, as a plan that yields its I/O; the sync and the
+    async method of each pair below differ only in how that I/O runs.
+    """
+
+    @abstractmethod
+    def _recall(self, request: RecallRequest) -> Plan[Recall]:
+        """Facts by key or similarity, and the user's preferences."""
+
+    @abstractmethod
+    def _add(self, record: MemoryRecord) -> Plan[None]:
+        """Store one memory (replacing the one with the same key)."""
+
+    @abstractmethod
+    def _list(self, user_id: str) -> Plan[builtins.list[MemoryHit]]:
+        """Every memory of the user, newest first."""
+
+    @abstractmethod
+    def _delete(self, user_id: str, ids: builtins.list[str]) -> IO:
+        """The I/O that deletes the user's memories ``ids``."""
+
+    def _search(
+        self, query: str, user_id: str, limit: int
+    ) -> Plan[tuple[builtins.list[MemoryHit], int]]:
+        recall = yield from self._recall(RecallRequest(query, user_id, limit, max_preferences=0))
+        return recall.facts, recall.scanned
+
+    def _forget(self, user_id: str, memory_id: str | None) -> Plan[int]:
+        hits = yield from self._list(user_id)
+        ids = [h.id for h in hits if memory_id is None or h.id == memory_id]
+        if ids:
+            yield self._delete(user_id, ids)
+        return len(ids)
+
+    def recall(self, request: RecallRequest) -> Recall:
+        return run(self._recall(request))
+
+    async def arecall(self, request: RecallRequest) -> Recall:
+        return await arun(self._recall(request))
+
+    def search(self, query: str, user_id: str, limit: int) -> tuple[builtins.list[MemoryHit], int]:
+        """Facts by similarity alone (no keys, no preferences), and how many were scanned."""
+        return run(self._search(query, user_id, limit))
+
+    async def asearch(
+        self, query: str, user_id: str, limit: int
+    ) -> tuple[builtins.list[MemoryHit], int]:
+        return await arun(self._search(query, user_id, limit))
+
+    def add(self, record: MemoryRecord) -> None:
+        run(self._add(record))
+
+    async def aadd(self, record: MemoryRecord) -> None:
+        await arun(self._add(record))
+
+    def list(self, user_id: str) -> builtins.list[MemoryHit]:
+        return run(self._list(user_id))
+
+    async def alist(self, user_id: str) -> builtins.list[MemoryHit]:
+        return await arun(self._list(user_id))
+
+    def forget(self, user_id: str, memory_id: str | None = None) -> int:
+        return run(self._forget(user_id, memory_id))
+
+    async def aforget(self, user_id: str, memory_id: str | None = None) -> int:
+        return await arun(self._forget(user_id, memory_id))
 
 
 def user_id_from_config(config: Mapping[str, Any] | None) -> str:

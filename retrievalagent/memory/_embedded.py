@@ -58,7 +58,7 @@ def _quiet_extras_notes() -> None:
 
 def _close_memory(memory: Any) -> None:
     """Close what a mem0 ``Memory`` holds open: Qdrant clients and the history database."""
-    clients = []
+    clients: list[Any] = []
     for attr in ("vector_store", "_entity_store", "_telemetry_vector_store"):
         client = getattr(getattr(memory, attr, None), "client", None)
         if client is not None and all(client is not c for c in clients):
@@ -95,12 +95,12 @@ class EmbeddedMem0Backend(Mem0Backend):
         with _lock:
             key, self._key = self._key, None
             shared = _instances.get(key) if key is not None else None
-            if shared is None:
+            if key is None or shared is None:
                 return
             shared.users -= 1
             if shared.users > 0:
                 return
-            del _instances[key]  # type: ignore[arg-type]
+            del _instances[key]
         _close_memory(shared.memory)
 
 

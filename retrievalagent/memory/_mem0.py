@@ -30,15 +30,15 @@ from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
     MemoryRecord,
+    PlannedBackend,
     Recall,
     RecallRequest,
     fact_text,
     kind_of,
-    merge_facts,
-    newest_per_key,
+    recall_of,
     recall_text,
 )
-from retrievalagent.memory._plan import IO, Plan, arun, run
+from retrievalagent.memory._plan import IO, Plan
 
 __all__ = ["Mem0Backend", "mem0_user"]
 
@@ -90,7 +90,9 @@ def _serialize_local_qdrant(memory: Any) -> None:
     """
     client = getattr(getattr(memory, "vector_store", None), "client", None)
     local = getattr(client, "_client", None)
-    if type(local).__name__ != "QdrantLocal" or getattr(local, "_retrievalagent_lock", None):
+    if local is None or type(local).__name__ != "QdrantLocal":
+        return
+    if getattr(local, "_retrievalagent_lock", None):
         return
     lock = threading.RLock()
 
@@ -109,7 +111,7 @@ def _serialize_local_qdrant(memory: Any) -> None:
     local._retrievalagent_lock = lock
 
 
-class Mem0Backend:
+class Mem0Backend(PlannedBackend):
     """Adapter over a mem0 memory object.
 
     Args:
@@ -237,28 +239,8 @@ class Mem0Backend:
         keyed = self._hits(results[-1], user, "alias") if request.keys else []
         facts = [h for h in similar if h.kind != PREFERENCE]
         keyed = [h for h in keyed if h.kind != PREFERENCE and h.key in request.keys]
-        return Recall(
-            facts=merge_facts(keyed, facts)[: max(request.limit, len(keyed))],
-            preferences=newest_per_key(
-                (h for h in preferences if h.kind == PREFERENCE), request.max_preferences
-            ),
-            scanned=len(similar),
-        )
-
-    def recall(self, request: RecallRequest) -> Recall:
-        return run(self._recall(request))
-
-    async def arecall(self, request: RecallRequest) -> Recall:
-        return await arun(self._recall(request))
-
-    def search(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
-        """Facts by similarity alone (no keys, no preferences)."""
-        recall = self.recall(RecallRequest(query, user_id, limit, max_preferences=0))
-        return recall.facts, recall.scanned
-
-    async def asearch(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
-        recall = await self.arecall(RecallRequest(query, user_id, limit, max_preferences=0))
-        return recall.facts, recall.scanned
+        preferences = [h for h in preferences if h.kind == PREFERENCE]
+        return recall_of(request, keyed, facts, preferences, scanned=len(similar))
 
     # -- add -------------------------------------------------------------------------
     def _add(self, record: MemoryRecord) -> Plan[None]:
@@ -295,33 +277,11 @@ class Mem0Backend:
         if older:  # replaced: the new one is stored, now the old ones go
             yield all_of([self._call("delete", h.id) for h in older])
 
-    def add(self, record: MemoryRecord) -> None:
-        run(self._add(record))
-
-    async def aadd(self, record: MemoryRecord) -> None:
-        await arun(self._add(record))
-
     # -- list / forget -------------------------------------------------------------------
     def _list(self, user_id: str) -> Plan[list[MemoryHit]]:
         user = mem0_user(user_id)
         raw = yield self._get_all(user)
         return sorted(self._hits(raw, user, "listed"), key=lambda h: h.updated_at, reverse=True)
 
-    def _forget(self, user_id: str, memory_id: str | None) -> Plan[int]:
-        hits = yield from self._list(user_id)
-        ids = [h.id for h in hits if memory_id is None or h.id == memory_id]
-        if ids:
-            yield all_of([self._call("delete", i) for i in ids])
-        return len(ids)
-
-    def list(self, user_id: str) -> list[MemoryHit]:
-        return run(self._list(user_id))
-
-    async def alist(self, user_id: str) -> list[MemoryHit]:
-        return await arun(self._list(user_id))
-
-    def forget(self, user_id: str, memory_id: str | None = None) -> int:
-        return run(self._forget(user_id, memory_id))
-
-    async def aforget(self, user_id: str, memory_id: str | None = None) -> int:
-        return await arun(self._forget(user_id, memory_id))
+    def _delete(self, user_id: str, ids: list[str]) -> IO:
+        return all_of([self._call("delete", i) for i in ids])

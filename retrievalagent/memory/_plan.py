@@ -36,7 +36,8 @@ def run(plan: Plan[T]) -> T:
         while True:
             step = plan.send(step.sync())
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        value: T = done.value
+        return value
 
 
 async def arun(plan: Plan[T]) -> T:
@@ -46,4 +47,5 @@ async def arun(plan: Plan[T]) -> T:
         while True:
             step = plan.send(await step.async_())
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        value: T = done.value
+        return value

@@ -11,6 +11,7 @@ answer prompt later shows. The table in ``docs/memory.md`` lists these rules.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["LANGUAGES", "Preference", "find_preference"]
@@ -118,25 +119,13 @@ _LENGTH_RULES = [
     _rule(rf"(?:keep|make) (?:your |the |my )?{_ANSWERS} (?P<length>\w+)"),
     _rule(rf"(?:be|keep it) (?:more |very )?(?P<length>\w+)(?: in your {_ANSWERS})?"),
 ]
+_BULLETS = r"(?:a )?bullet(?:ed)? (?:points|lists?)"
 _FORMAT_RULES = [
-    (
-        _rule(
-            rf"(?:use|give me|i(?:'d| would)? (?:prefer|like)) (?:a )?bullet(?:ed)? (?:points|lists?)(?: in (?:your )?{_ANSWERS})?"
-        ),
-        "Format answers as bullet points.",
+    _rule(
+        rf"(?:use|give me|i(?:'d| would)? (?:prefer|like)) {_BULLETS}(?: in (?:your )?{_ANSWERS})?"
     ),
-    (
-        _rule(
-            rf"(?:{_RESPOND}|format (?:your )?{_ANSWERS}) (?:in|as|with) (?:a )?bullet(?:ed)? (?:points|lists?)"
-        ),
-        "Format answers as bullet points.",
-    ),
-    (
-        _rule(
-            rf"i(?:'d| would)? (?:prefer|like) {_ANSWERS} (?:in|as) (?:a )?bullet(?:ed)? (?:points|lists?)"
-        ),
-        "Format answers as bullet points.",
-    ),
+    _rule(rf"(?:{_RESPOND}|format (?:your )?{_ANSWERS}) (?:in|as|with) {_BULLETS}"),
+    _rule(rf"i(?:'d| would)? (?:prefer|like) {_ANSWERS} (?:in|as) {_BULLETS}"),
 ]
 _TONE_RULES = [
     _rule(r"(?:use|keep) an? (?P<tone>formal|informal|casual|friendly|neutral|professional) tone"),
@@ -153,22 +142,38 @@ _TITLES = "".join(rf"(?<!\b{t}\.)" for t in ("Dr", "Mr", "Mrs", "Ms", "Mx", "Pro
 _SENTENCES = re.compile(rf"(?<=[.!?]){_TITLES}\s+|\n+")
 
 
+def _language(match: re.Match[str]) -> str | None:
+    language = match.group("language")
+    return f"Answer in {language.capitalize()}." if language.lower() in LANGUAGES else None
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """One subject's rules and the instruction a match of them gives (None: no match
+    after all, e.g. "answer in Klingon", so the next rule is tried)."""
+
+    name: str
+    rules: list[re.Pattern[str]]
+    instruction: Callable[[re.Match[str]], str | None]
+
+
+# In order: a sentence matching rules of two subjects states the first one.
+_SUBJECTS = (
+    _Subject("language", _LANGUAGE_RULES, _language),
+    _Subject("length", _LENGTH_RULES, lambda m: _LENGTH.get(m.group("length").lower())),
+    _Subject("format", _FORMAT_RULES, lambda m: "Format answers as bullet points."),
+    _Subject("tone", _TONE_RULES, lambda m: f"Use a {m.group('tone').lower()} tone."),
+    _Subject(
+        "address", _ADDRESS_RULES, lambda m: f"Address the user as {m.group('name').strip()}."
+    ),
+)
+
+
 def _sentence_preference(sentence: str) -> Preference | None:
-    for rule in _LANGUAGE_RULES:
-        if (m := rule.match(sentence)) and m.group("language").lower() in LANGUAGES:
-            return Preference("language", f"Answer in {m.group('language').capitalize()}.")
-    for rule in _LENGTH_RULES:
-        if (m := rule.match(sentence)) and m.group("length").lower() in _LENGTH:
-            return Preference("length", _LENGTH[m.group("length").lower()])
-    for rule, instruction in _FORMAT_RULES:
-        if rule.match(sentence):
-            return Preference("format", instruction)
-    for rule in _TONE_RULES:
-        if m := rule.match(sentence):
-            return Preference("tone", f"Use a {m.group('tone').lower()} tone.")
-    for rule in _ADDRESS_RULES:
-        if m := rule.match(sentence):
-            return Preference("address", f"Address the user as {m.group('name').strip()}.")
+    for subject in _SUBJECTS:
+        for rule in subject.rules:
+            if (m := rule.match(sentence)) and (instruction := subject.instruction(m)):
+                return Preference(subject.name, instruction)
     return None
 
 

@@ -24,7 +24,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -35,14 +35,14 @@ from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
     MemoryRecord,
+    PlannedBackend,
     Recall,
     RecallRequest,
     kind_of,
-    merge_facts,
-    newest_per_key,
+    recall_of,
     recall_text,
 )
-from retrievalagent.memory._plan import IO, Plan, arun, run
+from retrievalagent.memory._plan import IO, Plan
 
 __all__ = ["NAMESPACE", "StoreBackend"]
 
@@ -58,6 +58,7 @@ def _unit(vector: Sequence[float]) -> np.ndarray:
     return arr / norm if norm and math.isfinite(norm) else np.zeros_like(arr)
 
 
+_ItemT = TypeVar("_ItemT", bound=Item)
 _HIDDEN = frozenset({"text", "embedding", "recall", "question_embedding"})
 
 
@@ -76,6 +77,14 @@ def _hit(item: Item, score: float, matched: str, similarity: float | None = None
     )
 
 
+def _in_namespace(item: _ItemT | None, ns: tuple[str, str]) -> TypeGuard[_ItemT]:
+    return isinstance(item, Item) and tuple(item.namespace) == ns
+
+
+def _is_fact(item: Item) -> bool:
+    return kind_of(item.value.get("kind")) != PREFERENCE
+
+
 def item_key(record: MemoryRecord) -> str:
     """The store key of a memory: one item per alias key / preference subject."""
     if record.key:
@@ -83,7 +92,7 @@ def item_key(record: MemoryRecord) -> str:
     return uuid.uuid4().hex
 
 
-class StoreBackend:
+class StoreBackend(PlannedBackend):
     """Adapter over a LangGraph store.
 
     Args:
@@ -154,12 +163,12 @@ class StoreBackend:
         )
 
     @staticmethod
-    def _own(items: list[SearchItem] | None, ns: tuple[str, str]) -> list[SearchItem]:
+    def _own(items: Sequence[_ItemT | None] | None, ns: tuple[str, str]) -> list[_ItemT]:
         """Only items of exactly ``ns``: a store's prefix search may also return deeper
         namespaces, and no other user's item may ever be scored for this one."""
         if not isinstance(items, list | tuple):
             return []
-        return [it for it in items if isinstance(it, Item) and tuple(it.namespace) == ns]
+        return [it for it in items if _in_namespace(it, ns)]
 
     # -- recall ------------------------------------------------------------------------
     def _recall(self, request: RecallRequest) -> Plan[Recall]:
@@ -174,15 +183,11 @@ class StoreBackend:
             ns, filter={"kind": PREFERENCE}, limit=max(1, request.max_preferences) * 4
         )
         results = yield self._batch([listing, preferences, *(GetOp(ns, key) for key in alias_keys)])
-        listed, prefs, by_key = (
-            self._own(results[0], ns),
-            self._own(results[1], ns),
-            [it for it in results[2:] if isinstance(it, Item) and tuple(it.namespace) == ns],
-        )
-        keyed = [
-            _hit(it, 1.0, "alias") for it in by_key if kind_of(it.value.get("kind")) != PREFERENCE
-        ]
-        facts = [it for it in listed if kind_of(it.value.get("kind")) != PREFERENCE]
+        listed: list[SearchItem] = self._own(results[0], ns)
+        prefs: list[SearchItem] = self._own(results[1], ns)
+        by_key: list[Item] = self._own(results[2:], ns)
+        keyed = [_hit(it, 1.0, "alias") for it in by_key if _is_fact(it)]
+        facts = [it for it in listed if _is_fact(it)]
         if self.indexed:
             similar = [
                 _hit(it, float(it.score or 0.0), "similarity", float(it.score or 0.0))
@@ -191,13 +196,8 @@ class StoreBackend:
         else:
             facts = sorted(facts, key=lambda it: it.updated_at, reverse=True)[: self.scan_limit]
             similar = yield from self._similar(request, ns, facts)
-        return Recall(
-            facts=merge_facts(keyed, similar)[: max(request.limit, len(keyed))],
-            preferences=newest_per_key(
-                (_hit(it, 1.0, "preference") for it in prefs), request.max_preferences
-            ),
-            scanned=len(facts),
-        )
+        applied = [_hit(it, 1.0, "preference") for it in prefs]
+        return recall_of(request, keyed, similar, applied, scanned=len(facts))
 
     def _similar(
         self, request: RecallRequest, ns: tuple[str, str], facts: list[SearchItem]
@@ -247,21 +247,6 @@ class StoreBackend:
             while len(self._cache) > 20000:
                 self._cache.popitem(last=False)
 
-    def recall(self, request: RecallRequest) -> Recall:
-        return run(self._recall(request))
-
-    async def arecall(self, request: RecallRequest) -> Recall:
-        return await arun(self._recall(request))
-
-    def search(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
-        """Facts by similarity alone (no keys, no preferences)."""
-        recall = self.recall(RecallRequest(query, user_id, limit, max_preferences=0))
-        return recall.facts, recall.scanned
-
-    async def asearch(self, query: str, user_id: str, limit: int) -> tuple[list[MemoryHit], int]:
-        recall = await self.arecall(RecallRequest(query, user_id, limit, max_preferences=0))
-        return recall.facts, recall.scanned
-
     # -- add -------------------------------------------------------------------------
     def _add(self, record: MemoryRecord) -> Plan[None]:
         ns = self.namespace(record.user_id)
@@ -291,12 +276,6 @@ class StoreBackend:
                 )
         yield self._batch(ops)
 
-    def add(self, record: MemoryRecord) -> None:
-        run(self._add(record))
-
-    async def aadd(self, record: MemoryRecord) -> None:
-        await arun(self._add(record))
-
     # -- list / forget -------------------------------------------------------------------
     def _list(self, user_id: str) -> Plan[list[MemoryHit]]:
         ns = self.namespace(user_id)
@@ -304,24 +283,8 @@ class StoreBackend:
         hits = [_hit(it, 1.0, "listed") for it in self._own(items, ns)]
         return sorted(hits, key=lambda h: h.updated_at, reverse=True)
 
-    def _forget(self, user_id: str, memory_id: str | None) -> Plan[int]:
-        hits = yield from self._list(user_id)
-        ids = [h.id for h in hits if memory_id is None or h.id == memory_id]
-        if ids:
-            ns, vector_ns = self.namespace(user_id), self.namespace(user_id, VECTORS)
-            yield self._batch(
-                [op for key in ids for op in (PutOp(ns, key, None), PutOp(vector_ns, key, None))]
-            )
-        return len(ids)
-
-    def list(self, user_id: str) -> list[MemoryHit]:
-        return run(self._list(user_id))
-
-    async def alist(self, user_id: str) -> list[MemoryHit]:
-        return await arun(self._list(user_id))
-
-    def forget(self, user_id: str, memory_id: str | None = None) -> int:
-        return run(self._forget(user_id, memory_id))
-
-    async def aforget(self, user_id: str, memory_id: str | None = None) -> int:
-        return await arun(self._forget(user_id, memory_id))
+    def _delete(self, user_id: str, ids: list[str]) -> IO:
+        ns, vector_ns = self.namespace(user_id), self.namespace(user_id, VECTORS)
+        return self._batch(
+            [op for key in ids for op in (PutOp(ns, key, None), PutOp(vector_ns, key, None))]
+        )

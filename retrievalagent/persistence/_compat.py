@@ -54,7 +54,7 @@ import importlib.machinery
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -125,15 +125,45 @@ class LazyConnection:
         with self._ra_lock:
             if self._ra_target is None:
                 lazy = self._ra_factory()
-                object.__setattr__(self, "_ra_target", lazy.__enter__())
-                object.__setattr__(self, "_ra_lazy", lazy)
-                with _open_lock:
-                    _open.add(self)
+                self._ra_hold(lazy, lazy.__enter__())
             return self._ra_target
+
+    def _ra_hold(
+        self,
+        lazy: Any,
+        target: Any,
+        loop: asyncio.AbstractEventLoop | None = None,
+        runner: _LoopThread | None = None,
+    ) -> Any:
+        """Keep ``target``, opened by entering ``lazy`` (on ``loop``, run by ``runner``),
+        until ``close`` (``target`` None: forget what was kept); the caller holds
+        ``_ra_lock``. The registry closed at exit follows."""
+        object.__setattr__(self, "_ra_target", target)
+        object.__setattr__(self, "_ra_lazy", lazy)
+        object.__setattr__(self, "_ra_loop", loop)
+        object.__setattr__(self, "_ra_thread", runner)
+        with _open_lock:
+            if target is None:
+                _open.discard(self)
+            else:
+                _open.add(self)
+        return target
+
+    def _ra_release(self) -> tuple[Any, asyncio.AbstractEventLoop | None, _LoopThread | None]:
+        """Forget the kept connection (a later use opens a new one); returns what closing
+        it takes: the entered context manager (None if none), its loop and loop thread."""
+        with self._ra_lock:
+            kept = self._ra_lazy, self._ra_loop, self._ra_thread
+            self._ra_hold(None, None)
+        return kept
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in _OWN:
             raise AttributeError(name)
+        return self._ra_forward(name)
+
+    def _ra_forward(self, name: str) -> Any:
+        """Attribute ``name`` of the real object (opened on first use)."""
         return getattr(self._ra_open(), name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -164,12 +194,7 @@ class LazyConnection:
 
     def close(self) -> None:
         """Close the lazily opened connection (a later use opens a new one)."""
-        with self._ra_lock:
-            lazy = self._ra_lazy
-            object.__setattr__(self, "_ra_lazy", None)
-            object.__setattr__(self, "_ra_target", None)
-        with _open_lock:
-            _open.discard(self)
+        lazy, _, _ = self._ra_release()
         if lazy is not None:
             lazy.__exit__(None, None, None)
 
@@ -227,19 +252,11 @@ class AsyncLazyConnection(LazyConnection):
         lazy = self._ra_factory()
         target = await lazy.__aenter__()
         with self._ra_lock:
-            if self._ra_target is not None:  # another task won the race: keep theirs
-                winner = self._ra_target
-            else:
-                winner = None
-                object.__setattr__(self, "_ra_target", target)
-                object.__setattr__(self, "_ra_lazy", lazy)
-                object.__setattr__(self, "_ra_loop", asyncio.get_running_loop())
-        if winner is not None:
-            await lazy.__aexit__(None, None, None)
-            return winner
-        with _open_lock:
-            _open.add(self)
-        return target
+            winner = self._ra_target
+            if winner is None:
+                return self._ra_hold(lazy, target, asyncio.get_running_loop())
+        await lazy.__aexit__(None, None, None)  # another task won the race: keep theirs
+        return winner
 
     def _ra_open(self) -> Any:
         with self._ra_lock:
@@ -252,17 +269,10 @@ class AsyncLazyConnection(LazyConnection):
                 except BaseException:
                     runner.stop()
                     raise
-                object.__setattr__(self, "_ra_target", target)
-                object.__setattr__(self, "_ra_lazy", lazy)
-                object.__setattr__(self, "_ra_loop", runner.loop)
-                object.__setattr__(self, "_ra_thread", runner)
-                with _open_lock:
-                    _open.add(self)
+                self._ra_hold(lazy, target, runner.loop, runner)
             return self._ra_target
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in _OWN:
-            raise AttributeError(name)
+    def _ra_forward(self, name: str) -> Any:
         if self._ra_target is None and inspect.iscoroutinefunction(
             getattr(self._ra_cls, name, None)
         ):
@@ -273,13 +283,11 @@ class AsyncLazyConnection(LazyConnection):
                 return await getattr(target, name)(*args, **kwargs)
 
             return call
-        return getattr(self._ra_open(), name)
+        return super()._ra_forward(name)
 
     async def aclose(self) -> None:
         """Close the lazily opened connection from async code."""
-        with self._ra_lock:
-            lazy, loop, runner = self._ra_lazy, self._ra_loop, self._ra_thread
-            self._ra_forget()
+        lazy, loop, runner = self._ra_release()
         if lazy is None:
             return
         if runner is not None:
@@ -293,9 +301,7 @@ class AsyncLazyConnection(LazyConnection):
             await asyncio.to_thread(_exit_elsewhere, lazy, loop)
 
     def close(self) -> None:
-        with self._ra_lock:
-            lazy, loop, runner = self._ra_lazy, self._ra_loop, self._ra_thread
-            self._ra_forget()
+        lazy, loop, runner = self._ra_release()
         if lazy is None:
             return
         if runner is not None:
@@ -314,14 +320,6 @@ class AsyncLazyConnection(LazyConnection):
             task.add_done_callback(_pending.discard)
             return
         _exit_elsewhere(lazy, loop)
-
-    def _ra_forget(self) -> None:
-        object.__setattr__(self, "_ra_lazy", None)
-        object.__setattr__(self, "_ra_target", None)
-        object.__setattr__(self, "_ra_loop", None)
-        object.__setattr__(self, "_ra_thread", None)
-        with _open_lock:
-            _open.discard(self)
 
 
 _pending: set[asyncio.Task[Any]] = set()
@@ -372,7 +370,7 @@ atexit.register(close_all)
 
 
 # -- patching ----------------------------------------------------------------------------
-def _patched_classmethod(original: classmethod) -> classmethod:  # type: ignore[type-arg]
+def _patched_classmethod(original: classmethod[Any, Any, Any]) -> classmethod[Any, Any, Any]:
     func = original.__func__
 
     @functools.wraps(func)
@@ -386,22 +384,24 @@ def _patched_classmethod(original: classmethod) -> classmethod:  # type: ignore[
     return classmethod(from_conn_string)
 
 
-def _patch_module(module: ModuleType) -> None:
-    for name in PATCHED.get(module.__name__, ()):
-        cls = getattr(module, name, None)
-        if cls is None:
-            continue
-        current = cls.__dict__.get("from_conn_string")
-        if current is None or hasattr(current.__func__, _MARK):
-            continue
-        cls.from_conn_string = _patched_classmethod(current)
-
-
-def _unpatch_module(module: ModuleType) -> None:
+def _patchable(module: ModuleType) -> Iterator[tuple[Any, classmethod[Any, Any, Any]]]:
+    """The classes of ``module`` named in ``PATCHED`` and their own ``from_conn_string``."""
     for name in PATCHED.get(module.__name__, ()):
         cls = getattr(module, name, None)
         current = None if cls is None else cls.__dict__.get("from_conn_string")
-        if current is not None and hasattr(current.__func__, _MARK):
+        if cls is not None and current is not None:
+            yield cls, current
+
+
+def _patch_module(module: ModuleType) -> None:
+    for cls, current in _patchable(module):
+        if not hasattr(current.__func__, _MARK):
+            cls.from_conn_string = _patched_classmethod(current)
+
+
+def _unpatch_module(module: ModuleType) -> None:
+    for cls, current in _patchable(module):
+        if hasattr(current.__func__, _MARK):
             cls.from_conn_string = getattr(current.__func__, _MARK)
 
 
@@ -412,7 +412,8 @@ class _PatchingLoader(importlib.abc.Loader):
         self._loader = loader
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)  # type: ignore[no-any-return]
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
@@ -434,12 +435,12 @@ class _PatchFinder(importlib.abc.MetaPathFinder):
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
-            spec = finder.find_spec(fullname, path, target)
+            spec: importlib.machinery.ModuleSpec | None = finder.find_spec(fullname, path, target)
             if spec is None:
                 continue
             if spec.loader is not None and hasattr(spec.loader, "exec_module"):
                 spec.loader = _PatchingLoader(spec.loader)
-            return spec  # type: ignore[no-any-return]
+            return spec
         return None
 
 

@@ -28,14 +28,19 @@ import threading
 import time
 import weakref
 import zlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 if TYPE_CHECKING:  # psycopg is an optional dependency: imported only when used
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+    from langgraph.store.postgres.base import PostgresIndexConfig
+    from typing_extensions import Unpack
 
 __all__ = [
+    "PoolOptions",
     "apostgres_checkpointer",
     "apostgres_store",
     "connection_kwargs",
@@ -78,23 +83,47 @@ def connection_kwargs(application_name: str | None = None) -> dict[str, Any]:
     return kwargs
 
 
-def _pool_args(
-    min_size: int,
-    max_size: int,
-    max_idle: float,
-    max_lifetime: float,
-    timeout: float,
-    application_name: str | None,
-) -> dict[str, Any]:
-    return {
-        "min_size": min_size,
-        "max_size": max_size,
-        "max_idle": max_idle,
-        "max_lifetime": max_lifetime,
-        "timeout": timeout,
-        "kwargs": connection_kwargs(application_name),
-        "name": application_name or "retrievalagent",
-    }
+@dataclass(frozen=True)
+class PoolOptions:
+    """The connection pool behind a saver or store (the keyword arguments of the helpers).
+
+    Args:
+        min_size: Connections kept open.
+        max_size: Most connections open at once.
+        max_idle: Seconds an unused connection above ``min_size`` is kept.
+        max_lifetime: Seconds after which a connection is replaced.
+        timeout: Seconds to wait for a connection (also for opening the pool).
+        application_name: Shown in ``pg_stat_activity``.
+    """
+
+    min_size: int = 1
+    max_size: int = 10
+    max_idle: float = 300.0
+    max_lifetime: float = 1800.0
+    timeout: float = 30.0
+    application_name: str | None = None
+
+    def pool_args(self) -> dict[str, Any]:
+        """Keyword arguments of ``ConnectionPool`` / ``AsyncConnectionPool``."""
+        args = asdict(self)
+        name = args.pop("application_name")
+        return {**args, "kwargs": connection_kwargs(name), "name": name or "retrievalagent"}
+
+    @property
+    def setup_timeout(self) -> float:
+        """Seconds ``setup()`` may wait for another process's migrations."""
+        return max(self.timeout, 60.0)
+
+
+class _PoolKeywords(TypedDict, total=False):
+    """``PoolOptions`` as keyword arguments (their types; the defaults are the class's)."""
+
+    min_size: int
+    max_size: int
+    max_idle: float
+    max_lifetime: float
+    timeout: float
+    application_name: str | None
 
 
 def _lock_key(kind: str) -> int:
@@ -152,68 +181,72 @@ async def _asetup(pool: Any, kind: str, url: str, make: Any, timeout: float) -> 
     _mark_done(kind, url)
 
 
-def _open_pool(url: str, args: dict[str, Any]) -> Any:
+def _open_pool(url: str, options: PoolOptions) -> Any:
     from psycopg_pool import ConnectionPool
 
-    pool = ConnectionPool(url, check=ConnectionPool.check_connection, open=False, **args)
-    pool.open(wait=True, timeout=args["timeout"])
+    pool = ConnectionPool(
+        url, check=ConnectionPool.check_connection, open=False, **options.pool_args()
+    )
+    pool.open(wait=True, timeout=options.timeout)
     return pool
 
 
-async def _aopen_pool(url: str, args: dict[str, Any]) -> Any:
+async def _aopen_pool(url: str, options: PoolOptions) -> Any:
     from psycopg_pool import AsyncConnectionPool
 
-    pool = AsyncConnectionPool(url, check=AsyncConnectionPool.check_connection, open=False, **args)
-    await pool.open(wait=True, timeout=args["timeout"])
+    pool = AsyncConnectionPool(
+        url, check=AsyncConnectionPool.check_connection, open=False, **options.pool_args()
+    )
+    await pool.open(wait=True, timeout=options.timeout)
     return pool
 
 
-def postgres_checkpointer(
-    url: str,
-    *,
-    min_size: int = 1,
-    max_size: int = 10,
-    max_idle: float = 300.0,
-    max_lifetime: float = 1800.0,
-    timeout: float = 30.0,
-    application_name: str | None = None,
-) -> PostgresSaver:
+_Made = TypeVar("_Made")
+
+
+def _ready(url: str, kind: str, make: Callable[[Any], _Made], options: PoolOptions) -> _Made:
+    """``make(pool)`` with its tables set up; the pool closes with it (or at exit)."""
+    pool = _open_pool(url, options)
+    try:
+        _setup(pool, kind, url, make, options.setup_timeout)
+    except BaseException:
+        pool.close()
+        raise
+    made = make(pool)
+    weakref.finalize(made, pool.close)
+    return made
+
+
+async def _aready(url: str, kind: str, make: Callable[[Any], _Made], options: PoolOptions) -> _Made:
+    """Async ``_ready``; the caller closes the pool (``await made.conn.close()``)."""
+    pool = await _aopen_pool(url, options)
+    try:
+        await _asetup(pool, kind, url, make, options.setup_timeout)
+    except BaseException:
+        await pool.close()
+        raise
+    return make(pool)
+
+
+def _store_kind(index: PostgresIndexConfig | None) -> str:
+    return "store+vector" if index else "store"
+
+
+def postgres_checkpointer(url: str, **options: Unpack[_PoolKeywords]) -> PostgresSaver:
     """A ready ``PostgresSaver`` on a self-healing connection pool (``setup()`` done).
 
     Args:
         url: A libpq connection string, e.g. ``"postgresql://user:pass@host:5432/db"``.
-        min_size: Connections kept open.
-        max_size: Most connections open at once.
-        max_idle: Seconds an unused connection above ``min_size`` is kept.
-        max_lifetime: Seconds after which a connection is replaced.
-        timeout: Seconds to wait for a connection (also for opening the pool).
-        application_name: Shown in ``pg_stat_activity``.
+        **options: The pool's :class:`PoolOptions` (``min_size``, ``max_size``,
+            ``max_idle``, ``max_lifetime``, ``timeout``, ``application_name``).
     """
     _require()
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    args = _pool_args(min_size, max_size, max_idle, max_lifetime, timeout, application_name)
-    pool = _open_pool(url, args)
-    try:
-        _setup(pool, "checkpointer", url, PostgresSaver, max(timeout, 60.0))
-    except BaseException:
-        pool.close()
-        raise
-    saver = PostgresSaver(pool)
-    weakref.finalize(saver, pool.close)  # also runs at interpreter exit
-    return saver
+    return _ready(url, "checkpointer", PostgresSaver, PoolOptions(**options))
 
 
-async def apostgres_checkpointer(
-    url: str,
-    *,
-    min_size: int = 1,
-    max_size: int = 10,
-    max_idle: float = 300.0,
-    max_lifetime: float = 1800.0,
-    timeout: float = 30.0,
-    application_name: str | None = None,
-) -> AsyncPostgresSaver:
+async def apostgres_checkpointer(url: str, **options: Unpack[_PoolKeywords]) -> AsyncPostgresSaver:
     """Async :func:`postgres_checkpointer`: an ``AsyncPostgresSaver`` on an async pool.
 
     Call it on the event loop that will use the saver; close the pool with
@@ -222,75 +255,35 @@ async def apostgres_checkpointer(
     _require()
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    args = _pool_args(min_size, max_size, max_idle, max_lifetime, timeout, application_name)
-    pool = await _aopen_pool(url, args)
-    try:
-        await _asetup(pool, "checkpointer", url, AsyncPostgresSaver, max(timeout, 60.0))
-    except BaseException:
-        await pool.close()
-        raise
-    return AsyncPostgresSaver(pool)
+    return await _aready(url, "checkpointer", AsyncPostgresSaver, PoolOptions(**options))
 
 
 def postgres_store(
-    url: str,
-    *,
-    index: dict[str, Any] | None = None,
-    min_size: int = 1,
-    max_size: int = 10,
-    max_idle: float = 300.0,
-    max_lifetime: float = 1800.0,
-    timeout: float = 30.0,
-    application_name: str | None = None,
+    url: str, *, index: PostgresIndexConfig | None = None, **options: Unpack[_PoolKeywords]
 ) -> PostgresStore:
     """A ready ``PostgresStore`` on a self-healing pool (``setup()`` done).
 
     ``index`` is LangGraph's vector index config (``{"dims", "embed", "fields"}``); it
     needs the pgvector extension. Without it, memory recall is scored by the agent.
+    ``options`` are the pool's :class:`PoolOptions`.
     """
     _require()
     from langgraph.store.postgres import PostgresStore
 
-    args = _pool_args(min_size, max_size, max_idle, max_lifetime, timeout, application_name)
-    pool = _open_pool(url, args)
-    kind = "store+vector" if index else "store"
-    try:
-        _setup(pool, kind, url, lambda c: PostgresStore(c, index=index), max(timeout, 60.0))  # type: ignore[arg-type]
-    except BaseException:
-        pool.close()
-        raise
-    store = PostgresStore(pool, index=index)  # type: ignore[arg-type]
-    weakref.finalize(store, pool.close)
-    return store
+    def make(conn: Any) -> PostgresStore:
+        return PostgresStore(conn, index=index)
+
+    return _ready(url, _store_kind(index), make, PoolOptions(**options))
 
 
 async def apostgres_store(
-    url: str,
-    *,
-    index: dict[str, Any] | None = None,
-    min_size: int = 1,
-    max_size: int = 10,
-    max_idle: float = 300.0,
-    max_lifetime: float = 1800.0,
-    timeout: float = 30.0,
-    application_name: str | None = None,
+    url: str, *, index: PostgresIndexConfig | None = None, **options: Unpack[_PoolKeywords]
 ) -> AsyncPostgresStore:
     """Async :func:`postgres_store`; close the pool with ``await store.conn.close()``."""
     _require()
     from langgraph.store.postgres import AsyncPostgresStore
 
-    args = _pool_args(min_size, max_size, max_idle, max_lifetime, timeout, application_name)
-    pool = await _aopen_pool(url, args)
-    kind = "store+vector" if index else "store"
-    try:
-        await _asetup(
-            pool,
-            kind,
-            url,
-            lambda c: AsyncPostgresStore(c, index=index),
-            max(timeout, 60.0),  # type: ignore[arg-type]
-        )
-    except BaseException:
-        await pool.close()
-        raise
-    return AsyncPostgresStore(pool, index=index)  # type: ignore[arg-type]
+    def make(conn: Any) -> AsyncPostgresStore:
+        return AsyncPostgresStore(conn, index=index)
+
+    return await _aready(url, _store_kind(index), make, PoolOptions(**options))

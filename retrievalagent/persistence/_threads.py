@@ -20,14 +20,21 @@ resumed from one can stop before ``fuse``. Checkpoints at turn boundaries are al
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import builtins
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, empty_checkpoint
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    empty_checkpoint,
+)
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
@@ -101,8 +108,19 @@ def _info(thread_id: str, created: str, snap: StateSnapshot) -> ThreadInfo | Non
         created_at=_ts(created),
         updated_at=_ts(snap.created_at),
         message_count=len(messages),
-        user_id=(snap.metadata or {}).get("user_id"),
+        user_id=_user_of(snap.metadata),
     )
+
+
+def _metadata(metadata: CheckpointMetadata | None) -> Mapping[str, object]:
+    """A checkpoint's metadata with the keys LangGraph's TypedDict does not list (the
+    agent's ``user_id`` and ``collection``) readable."""
+    return metadata or {}
+
+
+def _user_of(metadata: CheckpointMetadata | None) -> str | None:
+    user = _metadata(metadata).get("user_id")
+    return None if user is None else str(user)
 
 
 def _ranked(infos: Iterable[ThreadInfo | None], limit: int | None) -> list[ThreadInfo]:
@@ -125,15 +143,20 @@ def _head_config(config: RunnableConfig) -> RunnableConfig:
 
 
 def _is_turn_input(tup: CheckpointTuple) -> bool:
-    return (tup.metadata or {}).get("source") == "input"
+    return _metadata(tup.metadata).get("source") == "input"
 
 
-def _root(turn: CheckpointTuple) -> tuple[RunnableConfig, Any, dict[str, Any]]:
+def _root(turn: CheckpointTuple) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata]:
     """What to ``put`` for an empty root when the last turn is the thread's first."""
-    meta = turn.metadata or {}
-    metadata = {"source": "fork", "step": -2, "parents": {}}
+    meta = _metadata(turn.metadata)
+    metadata: dict[str, Any] = {"source": "fork", "step": -2, "parents": {}}
     metadata.update({k: meta[k] for k in ("user_id", "collection") if k in meta})
-    return _thread_config(_thread_of(turn.config)), empty_checkpoint(), metadata
+    # the agent's own keys ride along: checkpointers store whatever metadata they get
+    return (
+        _thread_config(_thread_of(turn.config)),
+        empty_checkpoint(),
+        cast(CheckpointMetadata, metadata),
+    )
 
 
 def _plan(
@@ -142,18 +165,17 @@ def _plan(
     question = (head.values or {}).get("question")
     if not question:
         raise _no_turn(_thread_of(config))
-    run = dict(config)
     configurable = dict(config.get("configurable") or {})
     configurable.update(base["configurable"])  # thread_id, checkpoint_ns, checkpoint_id
-    user = (turn.metadata or {}).get("user_id")
+    user = _metadata(turn.metadata).get("user_id")
     if user and not configurable.get("user_id"):
         configurable["user_id"] = user
-    run["configurable"] = configurable
+    run: RunnableConfig = {**config, "configurable": configurable}
     values = head.values or {}
     payload = {"question": question, "filter": values.get("filter")}
     if values.get("title"):  # a regenerated first turn keeps its title (no second model call)
         payload["title"] = values["title"]
-    return payload, run  # type: ignore[return-value]
+    return payload, run
 
 
 def _no_turn(thread_id: str) -> ConfigError:
@@ -186,11 +208,13 @@ class Threads:
     def _mine(self, tup: CheckpointTuple | None) -> bool:
         if tup is None:
             return False
-        owner = (tup.metadata or {}).get("collection")
+        owner = _metadata(tup.metadata).get("collection")
         return owner in (None, self.collection)
 
     # -- sync --------------------------------------------------------------------------
-    def list(self, user_id: str | None = None, limit: int | None = None) -> list[ThreadInfo]:
+    def list(
+        self, user_id: str | None = None, limit: int | None = None
+    ) -> builtins.list[ThreadInfo]:
         seen = _Seen()
         for tup in self.checkpointer.list(None, filter=self._filter(user_id)):
             seen.add(tup)
@@ -202,7 +226,7 @@ class Threads:
             limit,
         )
 
-    def history(self, thread_id: str) -> list[AnyMessage]:
+    def history(self, thread_id: str) -> builtins.list[AnyMessage]:
         snap = self.graph.get_state(_thread_config(thread_id))
         return list((snap.values or {}).get("messages") or [])
 
@@ -232,7 +256,9 @@ class Threads:
         return _plan(config, head, turn, base)
 
     # -- async -------------------------------------------------------------------------
-    async def alist(self, user_id: str | None = None, limit: int | None = None) -> list[ThreadInfo]:
+    async def alist(
+        self, user_id: str | None = None, limit: int | None = None
+    ) -> builtins.list[ThreadInfo]:
         seen = _Seen()
         async for tup in self.checkpointer.alist(None, filter=self._filter(user_id)):
             seen.add(tup)
@@ -242,7 +268,7 @@ class Threads:
         ]
         return _ranked(infos, limit)
 
-    async def ahistory(self, thread_id: str) -> list[AnyMessage]:
+    async def ahistory(self, thread_id: str) -> builtins.list[AnyMessage]:
         snap = await self.graph.aget_state(_thread_config(thread_id))
         return list((snap.values or {}).get("messages") or [])
 

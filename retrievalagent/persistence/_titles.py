@@ -75,10 +75,12 @@ class ThreadTitler:
     @staticmethod
     def _config(config: RunnableConfig | None) -> RunnableConfig:
         # "nostream": the title's tokens must not reach the answer's token stream
-        config = dict(config or {})  # type: ignore[assignment]
-        config["tags"] = [*(config.get("tags") or []), "nostream"]
-        config["run_name"] = "thread_title"
-        return config  # type: ignore[return-value]
+        given: RunnableConfig = config or {}
+        return {
+            **given,
+            "tags": [*(given.get("tags") or []), "nostream"],
+            "run_name": "thread_title",
+        }
 
     def title(self, question: str, config: RunnableConfig | None = None) -> str:
         if self.model is None:

@@ -1,7 +1,7 @@
 """Hybrid retrieval: the index interface, its two Qdrant backends, BM25 encoding, fusion, reranking."""
 
 from retrievalagent.retrieval._edge import EdgeIndex
-from retrievalagent.retrieval._fusion import FusedHit, Fuser, fuse, make_fuser
+from retrievalagent.retrieval._fusion import FusedHit, Fuser, make_fuser
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.retrieval._rerank import (
@@ -32,7 +32,6 @@ __all__ = [
     "ServerIndex",
     "Sparse",
     "VectorIndex",
-    "fuse",
     "make_fuser",
     "parse_filter",
     "resolve_reranker",

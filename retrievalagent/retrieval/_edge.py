@@ -27,7 +27,17 @@ from typing import Any
 import qdrant_edge as qe
 
 from retrievalagent.errors import IndexLockedError, VectorIndexError
-from retrievalagent.retrieval._index import DENSE, IS_STAGED, SPARSE, STAGED, STAGED_MARK
+from retrievalagent.retrieval._dialect import Dialect, hit, records
+from retrievalagent.retrieval._index import (
+    DENSE,
+    SPARSE,
+    STAGED,
+    STAGED_MARK,
+    Conditions,
+    DenseBatch,
+    Embedding,
+    Payloads,
+)
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
 __all__ = ["EdgeIndex"]
@@ -47,8 +57,6 @@ class _Shared:
 
 
 _open: dict[str, _Shared] = {}
-# No HNSW graph (m=0): exact search, and optimizing a segment never builds one.
-_EXACT = {"m": 0, "ef_construct": 100, "full_scan_threshold": 10}
 
 
 def _acquire(path: Path) -> _Shared | None:
@@ -72,27 +80,15 @@ def _release(path: Path) -> None:
     shared.shard.close()
 
 
-def _to_filter(
-    conditions: Sequence[Condition], must_not: Sequence[Condition] = ()
-) -> qe.Filter | None:
-    if not conditions and not must_not:
-        return None
-    return qe.Filter(
-        must=[_condition(c) for c in conditions] or None,
-        must_not=[_condition(c) for c in must_not] or None,
-    )
-
-
-def _condition(c: Condition) -> qe.FieldCondition:
-    if c.kind == "match":
-        return qe.FieldCondition(key=c.key, match=qe.MatchValue(value=c.value))
-    if c.kind == "any":
-        return qe.FieldCondition(key=c.key, match=qe.MatchAny(any=c.value))
-    return qe.FieldCondition(key=c.key, range=qe.RangeFloat(**c.value))
-
-
-def _staged_filter(conditions: Sequence[Condition] = ()) -> qe.Filter:
-    return qe.Filter(must=[_condition(c) for c in (*conditions, IS_STAGED)])
+_DIALECT = Dialect(
+    qe.Filter,
+    qe.FieldCondition,
+    qe.MatchValue,
+    qe.MatchAny,
+    qe.RangeFloat,
+    qe.Point,
+    qe.SparseVector,
+)
 
 
 def _count(shard: qe.EdgeShard, flt: qe.Filter | None) -> int:
@@ -119,11 +115,6 @@ def _engine_errors(path: Path) -> Iterator[None]:
         raise error from None
 
 
-def _hit(point: Any) -> Hit:
-    payload = point.payload
-    return Hit(id=str(point.id), score=float(point.score), payload=dict(payload) if payload else {})
-
-
 class EdgeIndex:
     """A collection stored by the embedded Qdrant engine under ``path``.
 
@@ -131,6 +122,9 @@ class EdgeIndex:
         path: The shard directory, or ``None`` for a throwaway index in a temporary
             directory that is deleted on :meth:`close`.
     """
+
+    #: Reading ``fetch_k`` payloads per list costs more than the search itself.
+    search_without_payloads = True
 
     def __init__(self, path: Path | None) -> None:
         self._temporary = path is None
@@ -152,7 +146,8 @@ class EdgeIndex:
         config = qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-            hnsw_config=qe.HnswIndexConfig(**_EXACT),
+            # No HNSW graph (m=0): exact search, and optimizing a segment never builds one.
+            hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10),
         )
         exists = (self.path / "edge_config.json").is_file()
         if exists:
@@ -181,7 +176,7 @@ class EdgeIndex:
                 _open[key].refs += 1
             else:
                 _open[key] = _Shared(shard)
-                _open[key].staged = _count(shard, _staged_filter()) > 0
+                _open[key].staged = _count(shard, _DIALECT.staged()) > 0
         self._shared = _open[key]
 
     @staticmethod
@@ -225,11 +220,11 @@ class EdgeIndex:
             raise VectorIndexError("the index is not open (closed, or ensure() was not called)")
         return self._shared.shard
 
-    def _live(self, conditions: Sequence[Condition] = ()) -> qe.Filter | None:
+    def _live(self, conditions: Conditions = ()) -> qe.Filter | None:
         """A filter for ``conditions`` that hides staged chunks (only while there are any:
         the exclusion costs ~6x on an exact dense search of 50k chunks)."""
         staged = self._shared is not None and self._shared.staged
-        return _to_filter(conditions, [IS_STAGED] if staged else ())
+        return _DIALECT.visible(conditions, any_staged=staged)
 
     def close(self) -> None:
         if self._closed:
@@ -259,23 +254,9 @@ class EdgeIndex:
 
     # -- writes ----------------------------------------------------------------------
     def upsert(
-        self,
-        ids: Sequence[str],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[Sparse],
-        payloads: Sequence[dict[str, Any]],
+        self, ids: Sequence[str], dense: DenseBatch, sparse: Sequence[Sparse], payloads: Payloads
     ) -> None:
-        points = [
-            qe.Point(
-                id=pid,
-                vector={
-                    DENSE: list(map(float, vec)),
-                    SPARSE: qe.SparseVector(sp.indices, sp.values),
-                },
-                payload=payload,
-            )
-            for pid, vec, sp, payload in zip(ids, dense, sparse, payloads, strict=True)
-        ]
+        points = _DIALECT.points(ids, dense, sparse, payloads)
         with self._write_lock:
             if any(p.get(STAGED) == STAGED_MARK for p in payloads) and self._shared is not None:
                 self._shared.staged = True  # hide them from searches before they exist
@@ -286,40 +267,34 @@ class EdgeIndex:
         every other version first (a crash in between leaves the source absent, never
         partial or doubled). Returns the number of chunks removed."""
         source_is = Condition("source", "match", source)
-        others = _to_filter([source_is], [Condition("doc_hash", "match", doc_hash)])
+        others = _DIALECT.deleting([source_is], [Condition("doc_hash", "match", doc_hash)])
         with self._write_lock:
             removed = _count(self.shard, others)
             if removed:
                 self.shard.update(qe.UpdateOperation.delete_points_by_filter(others))
-            mine = _staged_filter([source_is, Condition("doc_hash", "match", doc_hash)])
+            mine = _DIALECT.staged([source_is, Condition("doc_hash", "match", doc_hash)])
             if _count(self.shard, mine):
                 self.shard.update(qe.UpdateOperation.delete_payload_by_filter(mine, [STAGED]))
             if self._shared is not None:
-                self._shared.staged = _count(self.shard, _staged_filter()) > 0
+                self._shared.staged = _count(self.shard, _DIALECT.staged()) > 0
         return removed
 
-    def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
+    def delete(self, conditions: Conditions, keep_doc_hash: str | None = None) -> int:
         keep = [Condition("doc_hash", "match", keep_doc_hash)] if keep_doc_hash else []
-        flt = _to_filter(conditions, keep)
-        if flt is None:
-            raise VectorIndexError("refusing to delete without conditions")
+        flt = _DIALECT.deleting(conditions, keep)
         with self._write_lock:
             n = _count(self.shard, flt)
             if n:
                 self.shard.update(qe.UpdateOperation.delete_points_by_filter(flt))
             if self._shared is not None and self._shared.staged:
-                self._shared.staged = _count(self.shard, _staged_filter()) > 0
+                self._shared.staged = _count(self.shard, _DIALECT.staged()) > 0
         return n
 
     # -- reads -----------------------------------------------------------------------
     # ``with_payload=False`` returns ids and scores only: reading fetch_k payloads from the
     # payload storage costs more than the search itself, and fusion needs none of them.
     def dense_search(
-        self,
-        vector: Sequence[float],
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Embedding, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         request = qe.QueryRequest(
             limit=limit,
@@ -327,24 +302,20 @@ class EdgeIndex:
             filter=self._live(conditions),
             with_payload=with_payload,
         )
-        return [_hit(p) for p in self.shard.query(request)]
+        return [hit(p) for p in self.shard.query(request)]
 
     def sparse_search(
-        self,
-        vector: Sparse,
-        limit: int,
-        conditions: Sequence[Condition] = (),
-        with_payload: bool = True,
+        self, vector: Sparse, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         if not vector:
             return []
         request = qe.QueryRequest(
             limit=limit,
-            query=qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=SPARSE),
+            query=qe.Query.Nearest(_DIALECT.sparse(vector), using=SPARSE),
             filter=self._live(conditions),
             with_payload=with_payload,
         )
-        return [_hit(p) for p in self.shard.query(request)]
+        return [hit(p) for p in self.shard.query(request)]
 
     def retrieve(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not ids:
@@ -352,17 +323,14 @@ class EdgeIndex:
         records = self.shard.retrieve(list(ids), with_payload=True, with_vector=False)
         return {str(r.id): dict(r.payload or {}) for r in records}
 
-    def chunks(self, conditions: Sequence[Condition] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
-        offset = None
-        while True:
-            records, offset = self.shard.scroll(
+    def chunks(self, conditions: Conditions = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+        yield from records(
+            lambda offset: self.shard.scroll(
                 qe.ScrollRequest(
                     offset=offset, limit=1024, filter=self._live(conditions), with_payload=True
                 )
             )
-            yield from ((str(r.id), dict(r.payload or {})) for r in records)
-            if offset is None:
-                return
+        )
 
     def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
         if not term_ids:
@@ -381,7 +349,7 @@ class EdgeIndex:
 
     def source_hashes(self, source: str, staged: bool = False) -> dict[str, int]:
         source_is = [Condition("source", "match", source)]
-        flt = _staged_filter(source_is) if staged else self._live(source_is)
+        flt = _DIALECT.staged(source_is) if staged else self._live(source_is)
         if staged and not (self._shared is not None and self._shared.staged):
             return {}
         response = self.shard.facet(
@@ -389,7 +357,7 @@ class EdgeIndex:
         )
         return {str(h.value): int(h.count) for h in response.hits if h.count}
 
-    def count(self, conditions: Sequence[Condition] = ()) -> int:
+    def count(self, conditions: Conditions = ()) -> int:
         flt = self._live(conditions)
         if flt is None:
             return int(self.shard.info().points_count)
@@ -401,7 +369,7 @@ class EdgeIndex:
         total = int(self.shard.info().points_count)
         if not total:
             return {}
-        flt = _staged_filter() if staged else self._live()
+        flt = _DIALECT.staged() if staged else self._live()
         response = self.shard.facet(
             qe.FacetRequest(key="source", limit=total, exact=True, filter=flt)
         )

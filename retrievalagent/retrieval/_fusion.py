@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from retrievalagent.config import FUSION_METHODS
 from retrievalagent.retrieval._types import Hit
 
-__all__ = ["FusedHit", "Fuser", "fuse", "make_fuser"]
+__all__ = ["FusedHit", "Fuser", "make_fuser"]
 
 
 @dataclass(slots=True)
@@ -44,8 +44,13 @@ class Fuser(Protocol):
     (1.0 when unknown); fusers that do not use it ignore it.
     """
 
-    name: str
-    uses_coverage: bool
+    @property
+    def name(self) -> str:
+        """The method's name, as traces and reports show it."""
+
+    @property
+    def uses_coverage(self) -> bool:
+        """Whether the fuser reads ``coverage`` (so the searcher computes it)."""
 
     def __call__(
         self, dense: Sequence[Hit], lexical: Sequence[Hit], coverage: float = 1.0
@@ -165,14 +170,3 @@ def make_fuser(method: str, *, rrf_k: int = 60, dense_weight: float = 0.5) -> Fu
     if method == "adaptive":
         return Convex(dense_weight=dense_weight, adaptive=True, name="adaptive")
     raise ValueError(f"unknown fusion {method!r}; accepted: {', '.join(FUSION_METHODS)}")
-
-
-def fuse(
-    method: str,
-    dense: Sequence[Hit],
-    lexical: Sequence[Hit],
-    coverage: float = 1.0,
-    **kwargs: Any,
-) -> list[FusedHit]:
-    """Fuse two ranked lists with the named method."""
-    return make_fuser(method, **kwargs)(dense, lexical, coverage)

@@ -11,7 +11,7 @@ file gets ``metadata["source"]`` (its path) when the caller's metadata has no ``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -25,12 +25,23 @@ from retrievalagent._inputs import check_top_k
 from retrievalagent.retrieval._fusion import FusedHit
 from retrievalagent.retrieval._searcher import HybridSearcher, to_source
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = ["RESERVED_KEY", "HybridRetriever", "to_document"]
 
 #: The metadata key under which a returned ``Document`` carries the library's fields.
 RESERVED_KEY = "retrievalagent"
 #: Sources the library named itself (a ``Document`` or a string without a ``source``).
 _GENERATED_SOURCES = ("document:", "text:")
+
+
+class CallArgs(TypedDict, total=False):
+    """What one ``invoke`` may set again: ``k`` (or ``top_k``) and ``filter``."""
+
+    k: int | None
+    top_k: int | None
+    filter: Mapping[str, Any] | None
 
 
 def to_document(hit: FusedHit | Mapping[str, Any]) -> Document:
@@ -88,8 +99,13 @@ class HybridRetriever(BaseRetriever):
         return self.top_k
 
     def _call_args(
-        self, k: int | None, top_k: int | None, filter: Mapping[str, Any] | None
+        self,
+        k: int | None = None,
+        top_k: int | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> tuple[int, dict[str, Any] | None]:
+        """The result count and filter of one call (``CallArgs``; an unknown one is a
+        ``TypeError``), else those given at construction."""
         if k is not None and top_k is not None and k != top_k:
             raise ValueError(f"give k or top_k, not both (k={k!r}, top_k={top_k!r})")
         if k is not None:
@@ -101,15 +117,9 @@ class HybridRetriever(BaseRetriever):
         return count, dict(filter) if filter is not None else self.filter
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: int | None = None,
-        top_k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **call: Unpack[CallArgs]
     ) -> list[Document]:
-        count, conditions = self._call_args(k, top_k, filter)
+        count, conditions = self._call_args(**call)
         hits, _ = self.searcher.search(query, count, conditions)
         return [to_document(h) for h in hits]
 
@@ -118,10 +128,8 @@ class HybridRetriever(BaseRetriever):
         query: str,
         *,
         run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: int | None = None,
-        top_k: int | None = None,
-        filter: Mapping[str, Any] | None = None,
+        **call: Unpack[CallArgs],
     ) -> list[Document]:
-        count, conditions = self._call_args(k, top_k, filter)
+        count, conditions = self._call_args(**call)
         hits = await self.searcher.asearch(query, count, conditions)
         return [to_document(h) for h in hits]

@@ -8,7 +8,6 @@ just want passages (``as_retriever``, benchmarks).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import time
@@ -144,9 +143,10 @@ def to_source(hit: FusedHit | Hit) -> dict[str, Any]:
 class HybridSearcher:
     """Dense + BM25 search over ``index`` and fusion of the two lists.
 
-    The two searches ask the index for ids and scores only when it can skip payloads
-    (the embedded index can: loading ``fetch_k`` payloads per list cost more than the
-    search itself); the payloads of the few fused winners are then fetched in one call.
+    The two searches ask the index for ids and scores only when it says that pays
+    (``VectorIndex.search_without_payloads``: the embedded index, where loading ``fetch_k``
+    payloads per list costs more than the search itself); the payloads of the few fused
+    winners are then fetched in one call.
     """
 
     def __init__(
@@ -166,7 +166,6 @@ class HybridSearcher:
         self.fetch_k = fetch_k
         self.reranker = reranker
         self.rerank_k = rerank_k
-        self._ids_only = _accepts_with_payload(index)
 
     def candidates_for(self, top_k: int) -> int:
         """How many fused passages to take before the final cut to ``top_k``."""
@@ -217,11 +216,12 @@ class HybridSearcher:
         limit: int | None = None,
     ) -> list[Hit]:
         """Nearest chunks (payloads only if the index cannot leave them out)."""
-        if self._ids_only:
-            return self.index.dense_search(  # type: ignore[call-arg]
-                vector, limit or self.fetch_k, conditions, with_payload=False
-            )
-        return self.index.dense_search(vector, limit or self.fetch_k, conditions)
+        return self.index.dense_search(
+            vector,
+            limit or self.fetch_k,
+            conditions,
+            with_payload=not self.index.search_without_payloads,
+        )
 
     def lexical_query(
         self, query: str, memory_terms: str = "", memory_weight: float = 1.0
@@ -239,11 +239,12 @@ class HybridSearcher:
     ) -> list[Hit]:
         """Best BM25 matches for the question (plus recalled memory terms)."""
         vector = self.lexical_query(query, memory_terms, memory_weight)
-        if self._ids_only:
-            return self.index.sparse_search(  # type: ignore[call-arg]
-                vector, limit or self.fetch_k, conditions, with_payload=False
-            )
-        return self.index.sparse_search(vector, limit or self.fetch_k, conditions)
+        return self.index.sparse_search(
+            vector,
+            limit or self.fetch_k,
+            conditions,
+            with_payload=not self.index.search_without_payloads,
+        )
 
     def coverage(self, query: str, memory_terms: str = "", memory_weight: float = 1.0) -> float:
         """Share (by weight) of the BM25 query's terms that occur somewhere in the corpus."""
@@ -351,15 +352,3 @@ class HybridSearcher:
         if self.reranker is not None:
             fused, _ = await asyncio.to_thread(self.rerank, query, fused)
         return fused[:top_k]
-
-
-def _accepts_with_payload(index: VectorIndex) -> bool:
-    """Whether the index's searches take ``with_payload=False`` (ids and scores only)."""
-    try:
-        params = (
-            inspect.signature(index.dense_search).parameters,
-            inspect.signature(index.sparse_search).parameters,
-        )
-    except (TypeError, ValueError):
-        return False
-    return all("with_payload" in p for p in params)

@@ -7,14 +7,24 @@ laptop and one on a cluster answer the same way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from qdrant_client import QdrantClient
+    from qdrant_client import QdrantClient, models
 
 from retrievalagent.errors import VectorIndexError
-from retrievalagent.retrieval._index import DENSE, IS_STAGED, SPARSE, STAGED
+from retrievalagent.retrieval._dialect import Dialect, hit, records
+from retrievalagent.retrieval._index import (
+    DENSE,
+    SPARSE,
+    STAGED,
+    Conditions,
+    DenseBatch,
+    Embedding,
+    Payloads,
+)
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
 __all__ = ["ServerIndex"]
@@ -27,28 +37,23 @@ def _models() -> Any:
     return models
 
 
-def _condition(c: Condition) -> Any:
+@functools.cache
+def _dialect() -> Dialect[models.Filter]:
     models = _models()
-    if c.kind == "match":
-        return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value))
-    if c.kind == "any":
-        return models.FieldCondition(key=c.key, match=models.MatchAny(any=c.value))
-    return models.FieldCondition(key=c.key, range=models.Range(**c.value))
-
-
-def _to_filter(conditions: Sequence[Condition], must_not: Sequence[Condition] = ()) -> Any:
-    models = _models()
-    if not conditions and not must_not:
-        return None
-    return models.Filter(
-        must=[_condition(c) for c in conditions] or None,
-        must_not=[_condition(c) for c in must_not] or None,
+    return Dialect(
+        models.Filter,
+        models.FieldCondition,
+        models.MatchValue,
+        models.MatchAny,
+        models.Range,
+        models.PointStruct,
+        models.SparseVector,
     )
 
 
-def _live(conditions: Sequence[Condition] = ()) -> Any:
+def _live(conditions: Conditions = ()) -> models.Filter | None:
     """``conditions`` minus staged chunks (other processes may be staging at any time)."""
-    return _to_filter(conditions, [IS_STAGED])
+    return _dialect().visible(conditions)
 
 
 def _is_local_mode(client: QdrantClient) -> bool:
@@ -57,12 +62,11 @@ def _is_local_mode(client: QdrantClient) -> bool:
     return isinstance(getattr(client, "_client", None), QdrantLocal)
 
 
-def _hit(point: Any) -> Hit:
-    return Hit(id=str(point.id), score=float(point.score), payload=dict(point.payload or {}))
-
-
 class ServerIndex:
     """A collection named ``collection`` on the Qdrant reached by ``client``."""
+
+    #: Payloads come with the search: fetching them after costs another round trip.
+    search_without_payloads = False
 
     def __init__(self, client: QdrantClient, collection: str, location: str | None = None) -> None:
         self.client = client
@@ -124,41 +128,24 @@ class ServerIndex:
         self.client.close()
 
     def upsert(
-        self,
-        ids: Sequence[str],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[Sparse],
-        payloads: Sequence[dict[str, Any]],
+        self, ids: Sequence[str], dense: DenseBatch, sparse: Sequence[Sparse], payloads: Payloads
     ) -> None:
-        models = _models()
-        points = [
-            models.PointStruct(
-                id=pid,
-                vector={
-                    DENSE: list(map(float, vec)),
-                    SPARSE: models.SparseVector(indices=sp.indices, values=sp.values),
-                },
-                payload=payload,
-            )
-            for pid, vec, sp, payload in zip(ids, dense, sparse, payloads, strict=True)
-        ]
+        points = _dialect().points(ids, dense, sparse, payloads)
         self.client.upsert(self.collection, points=points, wait=True)
 
     def commit(self, source: str, doc_hash: str) -> int:
         source_is = Condition("source", "match", source)
         removed = self.delete([source_is], keep_doc_hash=doc_hash)
         models = _models()
-        mine = _to_filter([source_is, Condition("doc_hash", "match", doc_hash), IS_STAGED])
+        mine = _dialect().staged([source_is, Condition("doc_hash", "match", doc_hash)])
         self.client.delete_payload(
             self.collection, keys=[STAGED], points=models.FilterSelector(filter=mine), wait=True
         )
         return removed
 
-    def delete(self, conditions: Sequence[Condition], keep_doc_hash: str | None = None) -> int:
+    def delete(self, conditions: Conditions, keep_doc_hash: str | None = None) -> int:
         keep = [Condition("doc_hash", "match", keep_doc_hash)] if keep_doc_hash else []
-        flt = _to_filter(conditions, keep)
-        if flt is None:
-            raise VectorIndexError("refusing to delete without conditions")
+        flt = _dialect().deleting(conditions, keep)
         models = _models()
         n = self.client.count(self.collection, count_filter=flt, exact=True).count
         if n:
@@ -168,7 +155,7 @@ class ServerIndex:
         return n
 
     def dense_search(
-        self, vector: Sequence[float], limit: int, conditions: Sequence[Condition] = ()
+        self, vector: Embedding, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         response = self.client.query_points(
             self.collection,
@@ -176,25 +163,24 @@ class ServerIndex:
             using=DENSE,
             query_filter=_live(conditions),
             limit=limit,
-            with_payload=True,
+            with_payload=with_payload,
         )
-        return [_hit(p) for p in response.points]
+        return [hit(p) for p in response.points]
 
     def sparse_search(
-        self, vector: Sparse, limit: int, conditions: Sequence[Condition] = ()
+        self, vector: Sparse, limit: int, conditions: Conditions = (), with_payload: bool = True
     ) -> list[Hit]:
         if not vector:
             return []
-        models = _models()
         response = self.client.query_points(
             self.collection,
-            query=models.SparseVector(indices=vector.indices, values=vector.values),
+            query=_dialect().sparse(vector),
             using=SPARSE,
             query_filter=_live(conditions),
             limit=limit,
-            with_payload=True,
+            with_payload=with_payload,
         )
-        return [_hit(p) for p in response.points]
+        return [hit(p) for p in response.points]
 
     def retrieve(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not ids:
@@ -202,19 +188,16 @@ class ServerIndex:
         records = self.client.retrieve(self.collection, ids=list(ids), with_payload=True)
         return {str(r.id): dict(r.payload or {}) for r in records}
 
-    def chunks(self, conditions: Sequence[Condition] = ()) -> Iterator[tuple[str, dict[str, Any]]]:
-        offset = None
-        while True:
-            records, offset = self.client.scroll(
+    def chunks(self, conditions: Conditions = ()) -> Iterator[tuple[str, dict[str, Any]]]:
+        yield from records(
+            lambda offset: self.client.scroll(
                 self.collection,
                 scroll_filter=_live(conditions),
                 limit=1024,
                 offset=offset,
                 with_payload=True,
             )
-            yield from ((str(r.id), dict(r.payload or {})) for r in records)
-            if offset is None:
-                return
+        )
 
     def absent_terms(self, term_ids: Sequence[int]) -> set[int]:
         if not term_ids:
@@ -240,11 +223,11 @@ class ServerIndex:
             key="doc_hash",
             limit=64,
             exact=True,
-            facet_filter=_to_filter([*source_is, IS_STAGED]) if staged else _live(source_is),
+            facet_filter=_dialect().staged(source_is) if staged else _live(source_is),
         )
         return {str(h.value): int(h.count) for h in response.hits if h.count}
 
-    def count(self, conditions: Sequence[Condition] = ()) -> int:
+    def count(self, conditions: Conditions = ()) -> int:
         return int(
             self.client.count(self.collection, count_filter=_live(conditions), exact=True).count
         )
@@ -258,6 +241,6 @@ class ServerIndex:
             key="source",
             limit=total,
             exact=True,
-            facet_filter=_to_filter([IS_STAGED]) if staged else _live(),
+            facet_filter=_dialect().staged() if staged else _live(),
         )
         return {str(h.value): int(h.count) for h in response.hits if h.count}

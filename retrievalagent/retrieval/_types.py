@@ -33,9 +33,6 @@ class Hit:
     score: float
     payload: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "score": self.score, "payload": self.payload}
-
 
 @dataclass(frozen=True, slots=True)
 class Condition:
