@@ -45,6 +45,7 @@ from retrievalagent.retrieval import (
     VectorIndex,
     make_fuser,
 )
+from retrievalagent.retrieval._edge import EDGE_CONFIG
 
 if TYPE_CHECKING:
     from mem0 import AsyncMemory, Memory
@@ -65,7 +66,6 @@ __all__ = [
 ]
 
 BACKENDS = ("qdrant",)
-_EDGE_CONFIG = "edge_config.json"  # written by the embedded engine when it creates an index
 
 
 def check_kinds(*, backend: object, memory: object, model: object, embeddings: object) -> None:
@@ -162,7 +162,7 @@ def collection_exists(
     """
     settings = Settings.load(data_dir=data_dir, backend_url=backend_url)
     if settings.backend_url is None:
-        return (settings.index_dir(collection) / _EDGE_CONFIG).is_file()
+        return (settings.index_dir(collection) / EDGE_CONFIG).is_file()
     index = make_index(settings, check_collection(collection))
     try:
         return isinstance(index, ServerIndex) and _server_has(index)

@@ -170,7 +170,7 @@ class _Evaluation:
     def __init__(self, agent: Any, test: TestSet, show: bool) -> None:
         self.agent = agent
         self.test = test
-        self.searcher = agent._components.searcher
+        self.searcher = agent.searcher
         self.show = show
         self.candidates: dict[str, Candidates] = {}
         self.payloads: dict[str, dict[str, Any]] = {}
@@ -375,12 +375,13 @@ def _load(
 
 def _must_exist(name: str, cfg: Settings) -> None:
     """Refuse a collection that is not there (opening it would create an empty one)."""
-    if cfg.backend_url is None:
-        index = Path(cfg.data_dir) / name / "index" / "edge_config.json"
-        if not index.exists():
-            raise ConfigError(
-                f"collection {name!r} does not exist in {cfg.data_dir}; ingest the documents first"
-            )
+    from retrievalagent import collection_exists
+
+    if not collection_exists(name, data_dir=cfg.data_dir, backend_url=cfg.backend_url):
+        where = cfg.backend_url or cfg.data_dir
+        raise ConfigError(
+            f"collection {name!r} does not exist in {where}; ingest the documents first"
+        )
 
 
 def _default_collection(test: TestSet, docs: Any) -> str:

@@ -40,7 +40,10 @@ from retrievalagent.retrieval._index import (
 )
 from retrievalagent.retrieval._types import Condition, Hit, Sparse
 
-__all__ = ["EdgeIndex"]
+__all__ = ["EDGE_CONFIG", "EdgeIndex"]
+
+#: the file the embedded engine writes when it creates an index: its presence means one exists
+EDGE_CONFIG = "edge_config.json"
 
 _registry_lock = threading.Lock()
 _KEYWORD_FIELDS = ("source", "doc_hash")
@@ -149,7 +152,7 @@ class EdgeIndex:
             # No HNSW graph (m=0): exact search, and optimizing a segment never builds one.
             hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10),
         )
-        exists = (self.path / "edge_config.json").is_file()
+        exists = (self.path / EDGE_CONFIG).is_file()
         if exists:
             self._check_dimension(dimension)
         try:
@@ -195,13 +198,13 @@ class EdgeIndex:
     def _exact(self) -> bool:
         """Whether this shard was created without an HNSW graph (so optimizing is cheap)."""
         try:
-            config = json.loads((self.path / "edge_config.json").read_text())
+            config = json.loads((self.path / EDGE_CONFIG).read_text())
         except (OSError, ValueError):
             return False
         return (config.get("hnsw_config") or {}).get("m") == 0
 
     def _check_dimension(self, dimension: int) -> None:
-        config_file = self.path / "edge_config.json"
+        config_file = self.path / EDGE_CONFIG
         try:
             stored = json.loads(config_file.read_text())["vectors"][DENSE]["size"]
         except (OSError, KeyError, ValueError) as exc:
