@@ -10,7 +10,7 @@ import pytest
 from langchain_core.documents import Document
 from langgraph.store.memory import InMemoryStore
 
-from retrievalagent.models._alias import stem_root
+from retrievalagent.aliases import stem_root
 from tests.support.memory import ALIASES, SAMPLE_QUESTIONS, trace_events
 
 # Proposed with memory_confidence >= the default storage threshold (0.85). "pruned" is

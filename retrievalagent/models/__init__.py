@@ -7,9 +7,11 @@ anything else becomes a LangChain ``BaseChatModel``.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from retrievalagent.aliases import alias_fact
 from retrievalagent.errors import ConfigError
 from retrievalagent.models._base import Answer, Answerer, AnswerRequest, Grader, Rewriter
 from retrievalagent.models._llm import (
@@ -27,7 +29,6 @@ from retrievalagent.models._offline import (
     EvidenceGrader,
     ExtractiveAnswerer,
     FeedbackRewriter,
-    alias_fact,
 )
 from retrievalagent.models._prompts import PREFERENCES_PREFIX, SEARCH_HINTS_PREFIX
 from retrievalagent.models._retry import RetryPolicy, is_transient
@@ -74,8 +75,8 @@ def resolve_model(spec: BaseChatModel | str | None) -> BaseChatModel | None:
             # The agent's RetryPolicy (RAG_MODEL_RETRIES) is the one retry policy: the
             # client's own retries would multiply it. Streamed answers report their token
             # usage too (OpenAI-compatible clients leave that off for other base URLs).
-            retries = {"max_retries": 0} if "max_retries" in fields else {}
-            usage = {"stream_usage": True} if "stream_usage" in fields else {}
+            retries: dict[str, Any] = {"max_retries": 0} if "max_retries" in fields else {}
+            usage: dict[str, Any] = {"stream_usage": True} if "stream_usage" in fields else {}
             for options in ({**retries, **usage}, retries):
                 if options:
                     with contextlib.suppress(Exception):

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from retrievalagent.types import Grade
+from retrievalagent.types import Grade, Source
 
 __all__ = ["Answer", "AnswerRequest", "Answerer", "Grader", "Rewriter"]
 
@@ -24,7 +24,7 @@ class AnswerRequest:
 
     question: str
     query: str
-    sources: list[dict[str, Any]]
+    sources: list[Source]
     history: Sequence[BaseMessage] = ()
     memory_context: str = ""  # exactly what the answer prompt shows of recalled memory
     memory_terms: str = ""  # the recalled facts' corpus terms (what BM25 searched for)

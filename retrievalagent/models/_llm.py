@@ -131,9 +131,9 @@ def _parse_as(value: Any, schema: type[BaseModel]) -> Any:
 
 def _nostream(config: RunnableConfig | None) -> RunnableConfig:
     """A config whose tokens stay out of the answer's token stream (a JSON reply)."""
-    out = dict(config or {})
+    out: RunnableConfig = {**(config or {})}
     out["tags"] = [*(out.get("tags") or []), "nostream"]
-    return out  # type: ignore[return-value]
+    return out
 
 
 class LLMInlineAnswerer:

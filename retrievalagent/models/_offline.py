@@ -4,8 +4,9 @@ The answer is extractive: the sentences of the retrieved passages that best cove
 question, each followed by the number of the passage it came from. The grade comes from
 retrieval evidence (dense similarity of the best passage, share of the question's terms the
 passages contain). The grader can still learn: when a question word occurs nowhere in the
-corpus but the passages answered it anyway, it proposes an alias fact mapping that word to
-the passage word that means the same, so the next search finds it lexically too.
+corpus but the passages answered it anyway, it stores an alias fact mapping that word to
+the passage word that means the same (found by :mod:`retrievalagent.aliases`), so the next
+search finds it lexically too.
 """
 
 from __future__ import annotations
@@ -16,19 +17,18 @@ import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
+from retrievalagent.aliases import AliasFact, AliasFinder, new_alias_fact
 from retrievalagent.memory._preferences import Preference, find_preference
-from retrievalagent.models._alias import AliasFinder
 from retrievalagent.models._base import Answer, AnswerRequest
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
-from retrievalagent.types import Grade
+from retrievalagent.types import Grade, Source
 
-__all__ = ["EvidenceGrader", "ExtractiveAnswerer", "FeedbackRewriter", "alias_fact"]
+__all__ = ["EvidenceGrader", "ExtractiveAnswerer", "FeedbackRewriter"]
 
 GENERATED_BY = "extractive (offline, no LLM)"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*])|\n\s*\n|\n(?=\s*[-*] |\s*\d+\. )")
@@ -69,17 +69,50 @@ def stated_preference_only(message: str) -> Preference | None:
     return preference
 
 
-def alias_fact(alias: str, canonical: str) -> str:
-    """The wording of a learned alias (parsed back by nothing: it is read by people and BM25)."""
-    return f'"{alias}" is called "{canonical}" in these documents'
-
-
 @dataclass
 class _Scored:
     score: float
     passage: int
     order: int
     text: str
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def _chosen(scored: Sequence[_Scored]) -> list[_Scored]:
+    """The best sentence and up to two more close to it (within the length budget), in the
+    order of the passages."""
+    ranked = sorted(scored, key=lambda s: -s.score)
+    best = ranked[0]
+    chosen, length = [best], len(best.text)
+    for candidate in ranked[1:]:
+        if len(chosen) >= 3 or candidate.score < 0.75 * best.score:
+            break
+        if length + len(candidate.text) > _MAX_ANSWER_CHARS:
+            continue
+        chosen.append(candidate)
+        length += len(candidate.text)
+    chosen.sort(key=lambda s: (s.passage, s.order))
+    return chosen
+
+
+def _cited(chosen: Sequence[_Scored], sources: Sequence[Source]) -> str:
+    """The chosen sentences as the answer: each ends with its passage's number, and the
+    first from a passage is introduced by its section."""
+    parts, introduced = [], set()
+    for s in chosen:
+        text = s.text.lstrip("-*• ").strip()
+        text = text if text[-1:] in ".!?:" else text + "."
+        headings = sources[s.passage].get("headings") or []
+        section = " ".join(headings[-1].split()) if len(headings) >= 2 else ""
+        if section and s.passage not in introduced and not text.startswith(section):
+            # The section often carries what the sentence leaves implicit (a version, a code).
+            text = f"{section}: {text}"
+        introduced.add(s.passage)
+        parts.append(f"{text} [{s.passage + 1}]")
+    return " ".join(parts)
 
 
 class ExtractiveAnswerer:
@@ -101,10 +134,10 @@ class ExtractiveAnswerer:
         self._cache: OrderedDict[str, list[list[float]]] = OrderedDict()
         self._cache_size = cache_size
 
-    def _units(self, src: dict[str, Any]) -> list[str]:
+    def _units(self, src: Source) -> list[str]:
         return _sentences(str(src.get("text", "")))
 
-    def _section_terms(self, src: dict[str, Any]) -> set[int]:
+    def _section_terms(self, src: Source) -> set[int]:
         headings = src.get("headings") or []
         return set(self.encoder.query_terms(headings[-1])) if len(headings) >= 2 else set()
 
@@ -135,14 +168,26 @@ class ExtractiveAnswerer:
                 GENERATED_BY,
                 llm=False,
             )
+        scored = self._scored_sentences(request)
+        if not scored:
+            return Answer("The passages found hold no readable text.", GENERATED_BY, llm=False)
+        return Answer(_cited(_chosen(scored), request.sources), GENERATED_BY, llm=False)
+
+    def _wanted_terms(self, request: AnswerRequest) -> set[int]:
+        """The terms an answer sentence should hold: the query's, the question's and the
+        recalled facts' corpus terms."""
         wanted = set(self.encoder.query_terms(request.query))
         wanted |= set(self.encoder.query_terms(request.question))
         if request.memory_terms:
             wanted |= set(self.encoder.query_terms(request.memory_terms))
+        return wanted
+
+    def _scored_sentences(self, request: AnswerRequest) -> list[_Scored]:
+        """Every sentence of the top four passages, scored (see the class docstring)."""
+        wanted = self._wanted_terms(request)
         question_vector = None
         if self.embeddings is not None:
             question_vector = self.embeddings.embed_query(request.question)
-        scored: list[_Scored] = []
         passages = request.sources[:4]
         section_terms = [self._section_terms(src) for src in passages]
         passage_terms = [
@@ -156,6 +201,7 @@ class ExtractiveAnswerer:
             for t in wanted
         }
         total = sum(weight.values()) or 1.0
+        scored: list[_Scored] = []
         for p, src in enumerate(passages):
             units = self._units(src)
             vectors = self._vectors(str(src.get("id", p)) + str(len(units)), units)
@@ -167,37 +213,10 @@ class ExtractiveAnswerer:
                 lexical = sum(weight[t] for t in wanted & terms) / total
                 semantic = 0.0
                 if vectors is not None and question_vector is not None:
-                    semantic = max(
-                        0.0,
-                        sum(a * b for a, b in zip(vectors[order], question_vector, strict=True)),
-                    )
+                    semantic = max(0.0, _dot(vectors[order], question_vector))
                 score = 0.4 * lexical + 0.35 * semantic + 0.25 * prior
                 scored.append(_Scored(score, p, order, sentence))
-        if not scored:
-            return Answer("The passages found hold no readable text.", GENERATED_BY, llm=False)
-        ranked = sorted(scored, key=lambda s: -s.score)
-        best = ranked[0]
-        chosen, length = [best], len(best.text)
-        for candidate in ranked[1:]:
-            if len(chosen) >= 3 or candidate.score < 0.75 * best.score:
-                break
-            if length + len(candidate.text) > _MAX_ANSWER_CHARS:
-                continue
-            chosen.append(candidate)
-            length += len(candidate.text)
-        chosen.sort(key=lambda s: (s.passage, s.order))
-        parts, introduced = [], set()
-        for s in chosen:
-            text = s.text.lstrip("-*• ").strip()
-            text = text if text[-1:] in ".!?:" else text + "."
-            headings = request.sources[s.passage].get("headings") or []
-            section = " ".join(headings[-1].split()) if len(headings) >= 2 else ""
-            if section and s.passage not in introduced and not text.startswith(section):
-                # The section often carries what the sentence leaves implicit (a version, a code).
-                text = f"{section}: {text}"
-            introduced.add(s.passage)
-            parts.append(f"{text} [{s.passage + 1}]")
-        return Answer(" ".join(parts), GENERATED_BY, llm=False)
+        return scored
 
     async def aanswer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
         return await asyncio.to_thread(self.answer, request, config)
@@ -243,25 +262,19 @@ class EvidenceGrader:
         coverage = self.encoder.coverage(question, [*texts, request.memory_terms])
         return round(0.6 * semantic + 0.4 * coverage, 3)
 
-    def _alias(self, request: AnswerRequest, confidence: float) -> tuple[str, str, float]:
-        """An alias fact for a question word absent from the corpus, the alias, and its
-        confidence."""
+    def _alias(self, request: AnswerRequest, confidence: float) -> AliasFact | None:
+        """The search fact for a question word absent from the corpus, if one is learned."""
         if self.aliases is None:
-            return "", "", 0.0
+            return None
         proposal = self.aliases.propose(
             request.question, request.sources, request.answer, confidence
         )
-        if proposal is None:
-            return "", "", 0.0
-        known = {a.lower() for a in request.known_aliases}
-        explained = set(self.encoder.query_terms(request.memory_terms))
-        if proposal.alias.lower() in known or (
-            explained and set(self.encoder.query_terms(proposal.canonical)) <= explained
-        ):
-            # Remembered already, or its corpus term is the one a recalled fact already
-            # points to ("dealer" -> "vehicle" on a turn "car" -> "vehicle" answered).
-            return "", "", 0.0
-        return alias_fact(proposal.alias, proposal.canonical), proposal.alias, proposal.confidence
+        return new_alias_fact(
+            proposal,
+            self.encoder,
+            known_aliases=request.known_aliases,
+            memory_terms=request.memory_terms,
+        )
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
         preference = find_preference(request.question)
@@ -278,16 +291,16 @@ class EvidenceGrader:
                 memory_fact=preference.instruction,
             )
         confidence = self._confidence(request)
-        fact, alias, memory_confidence = "", "", 0.0
+        learned = None
         if confidence >= self.min_confidence:
-            fact, alias, memory_confidence = self._alias(request, confidence)
+            learned = self._alias(request, confidence)
         return Grade(
             sufficient=bool(request.sources) and confidence >= self.min_confidence,
             confidence=confidence,
-            memory_worth_storing=bool(fact),
-            memory_key=alias,
-            memory_confidence=memory_confidence if fact else 0.0,
-            memory_fact=fact,
+            memory_worth_storing=learned is not None,
+            memory_key=learned.alias if learned else "",
+            memory_confidence=learned.confidence if learned else 0.0,
+            memory_fact=learned.text if learned else "",
         )
 
     async def agrade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:

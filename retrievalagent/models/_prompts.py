@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+
+from retrievalagent.types import Source
 
 __all__ = [
     "ANSWER_SYSTEM",
@@ -96,7 +97,7 @@ def cited_numbers(answer: str, n_sources: int) -> list[int]:
 
 
 def format_passages(
-    sources: Sequence[dict[str, Any]],
+    sources: Sequence[Source],
     max_chars: int = 1500,
     numbers: Sequence[int] | None = None,
 ) -> str:

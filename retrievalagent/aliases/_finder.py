@@ -47,14 +47,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from difflib import SequenceMatcher
-from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 from retrievalagent.retrieval._index import VectorIndex
 from retrievalagent.retrieval._lexical import LexicalEncoder
+from retrievalagent.types import Source
 
 __all__ = ["AliasFinder", "AliasProposal", "answer_body", "stem_root"]
 
@@ -127,7 +127,7 @@ def inflection(word: str) -> str:
     return ""
 
 
-def answer_body(answer: str, sources: Sequence[dict[str, Any]]) -> str:
+def answer_body(answer: str, sources: Sequence[Source]) -> str:
     """The answer without citations and without the section headings quoted before
     sentences ("LF-611 Peer handshake failed: ..."): those name the passage, not the fact."""
     text = _CITATION.sub(" ", answer)
@@ -142,9 +142,11 @@ def answer_body(answer: str, sources: Sequence[dict[str, Any]]) -> str:
 #: Words the BM25 stop list keeps that say how or when, never what: a corpus lacking
 #: "often" or "anyway" does not call them something else, and mapping them stored junk
 #: ('"often" is called "years"') in the offline learner.
+# fmt: off
 NOT_A_NAME = frozenset(
     ["about", "above", "across", "actually", "after", "again", "ago", "almost", "alone", "already", "also", "although", "always", "anyway", "anywhere", "around", "away", "back", "basically", "before", "behind", "below", "beside", "besides", "better", "between", "beyond", "certainly", "clearly", "currently", "definitely", "despite", "during", "else", "elsewhere", "enough", "especially", "even", "ever", "every", "everything", "everywhere", "exactly", "fairly", "finally", "first", "frequently", "generally", "hardly", "however", "instead", "just", "kind", "last", "lately", "later", "least", "less", "likely", "mainly", "maybe", "meanwhile", "merely", "might", "more", "mostly", "much", "must", "nearly", "never", "next", "normally", "nothing", "now", "nowhere", "obviously", "often", "okay", "once", "only", "otherwise", "perhaps", "please", "possibly", "pretty", "probably", "quickly", "quite", "rather", "really", "recently", "regularly", "right", "simply", "since", "slightly", "sometimes", "somewhat", "somewhere", "soon", "still", "suddenly", "sure", "thanks", "though", "through", "today", "together", "tomorrow", "totally", "toward", "towards", "truly", "twice", "typically", "under", "unless", "until", "usually", "very", "whatever", "whenever", "wherever", "whether", "while", "within", "without", "yesterday", "yet"]
 )
+# fmt: on
 
 
 @dataclass
@@ -181,6 +183,106 @@ class _Candidate:
         return W_WORD * self.word + W_QUESTION * self.question + W_CORPUS * self.corpus
 
 
+class _Pool:
+    """The candidate terms of the retrieved passages, gathered passage by passage."""
+
+    def __init__(
+        self, encoder: LexicalEncoder, question_terms: set[int], answer_roots: set[str]
+    ) -> None:
+        self.encoder = encoder
+        self.question_terms = question_terms
+        self.answer_roots = answer_roots
+        self.seen: dict[str, _Candidate] = {}
+        self.named_roots: list[set[str]] = []  # per passage: roots of its headings, code spans
+        self.defined: set[str] = set()
+
+    def parts(self, unit: str) -> list[str]:
+        return [p for p in self.encoder.words(unit) if p.isalpha() and len(p) > 2]
+
+    def add(self, unit: str, rank: int, named: bool) -> None:
+        unit = unit.lower().strip("._")
+        if (known := self.seen.get(unit)) is not None:
+            known.ranks.add(rank)
+            known.named = known.named or named
+            return
+        parts = self.parts(unit)
+        if not parts or len(unit) > 40:
+            return
+        if any(set(self.encoder.term_ids(p)) & self.question_terms for p in parts):
+            return  # shares a term with the question: not what the question lacks
+        roots = frozenset(stem_root(p) for p in parts)
+        in_answer = bool(roots & self.answer_roots)
+        self.seen[unit] = _Candidate(unit, roots, named, False, in_answer, {rank})
+
+    def read(self, rank: int, src: Source) -> None:
+        """One passage: its identifiers and words compete, its headings and code spans
+        make names, and the terms it defines are noted."""
+        headings = " ".join(src.get("headings") or [])
+        text = headings + "\n" + str(src.get("text", ""))
+        names = {stem_root(w) for w in self.encoder.words(headings)}
+        self.named_roots.append(names)
+        self.defined.update(_defined_terms(src, text))
+        for span in _CODE_SPAN.findall(text):
+            names.update(stem_root(w) for w in self.encoder.words(span))
+        for ident in _IDENTIFIER.findall(text):
+            self.add(ident, rank, True)
+        # Words that only occur inside identifiers compete as the identifier, not alone.
+        for word in self.encoder.words(_IDENTIFIER.sub(" ", text)):
+            if word.isalpha() and len(word) > 2:
+                self.add(word, rank, False)
+
+    def candidates(self) -> list[_Candidate]:
+        for cand in self.seen.values():
+            # A name where it occurs: a heading word or code span of a passage that uses it.
+            cand.named = cand.named or any(cand.roots & self.named_roots[r] for r in cand.ranks)
+            cand.defined = cand.unit in self.defined
+        return list(self.seen.values())
+
+
+def _defined_terms(src: Source, text: str) -> set[str]:
+    """Terms a passage defines: the section it is (a short deepest heading), the keys of
+    its table rows, and "The X is a ..." subjects."""
+    defined = {k.strip().lower() for k in _TABLE_KEY.findall(text)}
+    defined.update(k.lower() for k in _DEFINITION.findall(text))
+    deepest = (src.get("headings") or [""])[-1].strip().lower()
+    if deepest and len(deepest.split()) <= 3:
+        defined.add(deepest)
+    return defined
+
+
+def _cheap_evidence(cand: _Candidate) -> float:
+    """What ranks a candidate before any embedding: spelling, naming, the answer, its passage."""
+    return (
+        cand.spelled
+        + W_NAME * cand.named
+        + W_ANSWER * cand.in_answer
+        + W_DEFINED * cand.defined
+        + W_PASSAGE * cand.support
+    )
+
+
+def _confidence(best: AliasProposal, answer_confidence: float) -> float:
+    """0..0.99: the winner's score and meaning evidence, its margin, and the answer's grade."""
+    strength = _clip((best.score - SCORE_FLOOR) / (SCORE_FULL - SCORE_FLOOR), 0.0, 1.0)
+    meaning = (best.evidence["meaning"] - MEANING_FLOOR) / (MEANING_FULL - MEANING_FLOOR)
+    strength = min(strength, _clip(meaning, 0.0, 1.0))
+    if not best.evidence["inflection_agrees"]:
+        strength *= INFLECTION_MISMATCH
+    clear = _clip(best.margin / MARGIN_FULL, 0.0, 1.0)
+    return round(_clip(0.2 * answer_confidence + 0.6 * strength + 0.2 * clear, 0.0, 0.99), 3)
+
+
+@dataclass
+class _Salience:
+    """The question's vector, and per absent word the question's vector without it and how
+    much meaning it carries (only the words that carry enough)."""
+
+    question: list[float]
+    without: dict[str, list[float]]
+    kept: dict[str, float]
+
+
+@dataclass(eq=False)
 class AliasFinder:
     """Proposes ``alias -> corpus term`` mappings from one graded turn.
 
@@ -195,24 +297,14 @@ class AliasFinder:
         max_candidates: Cap on candidate terms per absent word (bounds the embedding work).
     """
 
-    def __init__(
-        self,
-        encoder: LexicalEncoder,
-        index: VectorIndex,
-        embeddings: Embeddings,
-        *,
-        min_salience: float = 0.06,
-        shortlist: int = 8,
-        swap_limit: int = 24,
-        max_candidates: int = 80,
-    ) -> None:
-        self.encoder = encoder
-        self.index = index
-        self.embeddings = embeddings
-        self.min_salience = min_salience
-        self.shortlist = shortlist
-        self.swap_limit = swap_limit
-        self.max_candidates = max_candidates
+    encoder: LexicalEncoder
+    index: VectorIndex
+    embeddings: Embeddings
+    _: KW_ONLY
+    min_salience: float = 0.06
+    shortlist: int = 8
+    swap_limit: int = 24
+    max_candidates: int = 80
 
     # -- which question words are missing from the corpus ---------------------------------
     def absent_words(self, question: str) -> list[str]:
@@ -224,9 +316,7 @@ class AliasFinder:
         absent = self.index.absent_terms(sorted({i for v in ids.values() for i in v}))
         return [w for w in words if ids[w] and set(ids[w]) <= absent and w not in NOT_A_NAME]
 
-    def anchored(
-        self, question: str, absent: Sequence[str], sources: Sequence[dict[str, Any]]
-    ) -> bool:
+    def anchored(self, question: str, absent: Sequence[str], sources: Sequence[Source]) -> bool:
         """Whether the passages share a term with the rest of the question.
 
         A question that is the absent word and nothing the passages say ("what is AAUI?")
@@ -249,12 +339,21 @@ class AliasFinder:
                 return True
         return False
 
+    def _salience(self, question: str, absent: Sequence[str]) -> _Salience:
+        """How much the question's meaning changes without each absent word."""
+        q_vec = self.embeddings.embed_query(question)  # cached: dense search embedded it
+        dropped = [_unit_pattern(a).sub("", question, count=1) for a in absent]
+        without = dict(zip(absent, self.embeddings.embed_documents(dropped), strict=True))
+        kept = {a: 1.0 - _dot(q_vec, without[a]) for a in absent}
+        kept = {a: s for a, s in kept.items() if s >= self.min_salience}
+        return _Salience(q_vec, without, kept)
+
     # -- which retrieved passages the absent word points to ------------------------------
     def passage_weights(
         self,
         q_vec: Sequence[float],
         without_vec: Sequence[float],
-        sources: Sequence[dict[str, Any]],
+        sources: Sequence[Source],
     ) -> list[float]:
         """0..1 per passage: its rank, and how much closer the word brings it (relative to
         the other passages). Similarities come from the index, so no passage is embedded."""
@@ -278,54 +377,14 @@ class AliasFinder:
         ]
 
     # -- candidates -------------------------------------------------------------------------
-    def _parts(self, unit: str) -> list[str]:
-        return [p for p in self.encoder.words(unit) if p.isalpha() and len(p) > 2]
-
     def _candidates(
-        self, sources: Sequence[dict[str, Any]], answer: str, question_terms: set[int]
+        self, sources: Sequence[Source], answer: str, question_terms: set[int]
     ) -> list[_Candidate]:
-        named_roots: list[set[str]] = []  # per passage: roots of its headings and code spans
-        defined: set[str] = set()
-        seen: dict[str, _Candidate] = {}
         answer_roots = {stem_root(w) for w in self.encoder.words(answer_body(answer, sources))}
-
-        def add(unit: str, rank: int, named: bool) -> None:
-            unit = unit.lower().strip("._")
-            if unit in seen:
-                seen[unit].ranks.add(rank)
-                seen[unit].named = seen[unit].named or named
-                return
-            parts = self._parts(unit)
-            if not parts or len(unit) > 40:
-                return
-            if any(set(self.encoder.term_ids(p)) & question_terms for p in parts):
-                return  # shares a term with the question: not what the question lacks
-            roots = frozenset(stem_root(p) for p in parts)
-            seen[unit] = _Candidate(unit, roots, named, False, bool(roots & answer_roots), {rank})
-
+        pool = _Pool(self.encoder, question_terms, answer_roots)
         for rank, src in enumerate(sources):
-            headings = " ".join(src.get("headings") or [])
-            text = headings + "\n" + str(src.get("text", ""))
-            names = {stem_root(w) for w in self.encoder.words(headings)}
-            named_roots.append(names)
-            deepest = (src.get("headings") or [""])[-1].strip().lower()
-            if deepest and len(deepest.split()) <= 3:
-                defined.add(deepest)
-            defined.update(k.strip().lower() for k in _TABLE_KEY.findall(text))
-            defined.update(k.lower() for k in _DEFINITION.findall(text))
-            for span in _CODE_SPAN.findall(text):
-                names.update(stem_root(w) for w in self.encoder.words(span))
-            for ident in _IDENTIFIER.findall(text):
-                add(ident, rank, True)
-            # Words that only occur inside identifiers compete as the identifier, not alone.
-            for word in self.encoder.words(_IDENTIFIER.sub(" ", text)):
-                if word.isalpha() and len(word) > 2:
-                    add(word, rank, False)
-        for cand in seen.values():
-            # A name where it occurs: a heading word or code span of a passage that uses it.
-            cand.named = cand.named or any(cand.roots & named_roots[r] for r in cand.ranks)
-            cand.defined = cand.unit in defined
-        return list(seen.values())
+            pool.read(rank, src)
+        return pool.candidates()
 
     @staticmethod
     def _spelled_like(alias: str, unit: str) -> bool:
@@ -337,11 +396,27 @@ class AliasFinder:
             return True
         return SequenceMatcher(None, alias, unit).ratio() >= SPELLING_RATIO
 
+    def _grounded(
+        self, alias: str, candidates: Sequence[_Candidate], weights: Sequence[float]
+    ) -> list[_Candidate]:
+        """The candidates grounded for ``alias`` (named, in the answer, or spelled like it),
+        cheap evidence first, at most ``max_candidates`` (bounds the embedding work)."""
+        pool = []
+        for cand in candidates:
+            if stem_root(alias) in cand.roots:
+                continue
+            cand.spelled = self._spelled_like(alias, cand.unit)
+            if cand.named or cand.in_answer or cand.spelled:
+                cand.support = max(weights[r] for r in cand.ranks)
+                pool.append(cand)
+        pool.sort(key=lambda c: -_cheap_evidence(c))
+        return pool[: self.max_candidates]
+
     # -- scoring -----------------------------------------------------------------------------
     def propose(
         self,
         question: str,
-        sources: Sequence[dict[str, Any]],
+        sources: Sequence[Source],
         answer: str,
         answer_confidence: float,
     ) -> AliasProposal | None:
@@ -349,64 +424,23 @@ class AliasFinder:
         absent = self.absent_words(question)
         if not absent or not sources or not self.anchored(question, absent, sources):
             return None
-        patterns = {a: _unit_pattern(a) for a in absent}
-        q_vec = self.embeddings.embed_query(question)  # cached: dense search embedded it
-        without_vecs = dict(
-            zip(
-                absent,
-                self.embeddings.embed_documents(
-                    [patterns[a].sub("", question, count=1) for a in absent]
-                ),
-                strict=True,
-            )
-        )
-        kept = {a: 1.0 - _dot(q_vec, without_vecs[a]) for a in absent}
-        kept = {a: s for a, s in kept.items() if s >= self.min_salience}
-        if not kept:
+        salience = self._salience(question, absent)
+        if not salience.kept:
             return None
-        aliases = sorted(kept, key=lambda a: -kept[a])[:2]
         question_terms = {i for w in self.encoder.words(question) for i in self.encoder.term_ids(w)}
         candidates = self._candidates(sources, answer, question_terms)
         best: AliasProposal | None = None
-        for alias in aliases:
-            weights = self.passage_weights(q_vec, without_vecs[alias], sources)
-            pool = []
-            for cand in candidates:
-                if stem_root(alias) in cand.roots:
-                    continue
-                cand.spelled = self._spelled_like(alias, cand.unit)
-                if cand.named or cand.in_answer or cand.spelled:
-                    cand.support = max(weights[r] for r in cand.ranks)
-                    pool.append(cand)
-            # Cheap evidence first, so the embedding work stays bounded on long passages.
-            pool.sort(
-                key=lambda c: (
-                    -(
-                        c.spelled
-                        + W_NAME * c.named
-                        + W_ANSWER * c.in_answer
-                        + W_DEFINED * c.defined
-                        + W_PASSAGE * c.support
-                    )
-                )
-            )
-            pool = pool[: self.max_candidates]
-            if not pool:
+        for alias in sorted(salience.kept, key=lambda a: -salience.kept[a])[:2]:
+            weights = self.passage_weights(salience.question, salience.without[alias], sources)
+            if not (pool := self._grounded(alias, candidates, weights)):
                 continue
-            proposal = self._score_alias(alias, kept[alias], question, q_vec, pool, sources)
+            proposal = self._score_alias(
+                alias, salience.kept[alias], question, salience.question, pool, sources
+            )
             if proposal is not None and (best is None or proposal.score > best.score):
                 best = proposal
-        if best is None:
-            return None
-        strength = _clip((best.score - SCORE_FLOOR) / (SCORE_FULL - SCORE_FLOOR), 0.0, 1.0)
-        meaning = (best.evidence["meaning"] - MEANING_FLOOR) / (MEANING_FULL - MEANING_FLOOR)
-        strength = min(strength, _clip(meaning, 0.0, 1.0))
-        if not best.evidence["inflection_agrees"]:
-            strength *= INFLECTION_MISMATCH
-        clear = _clip(best.margin / MARGIN_FULL, 0.0, 1.0)
-        best.confidence = round(
-            _clip(0.2 * answer_confidence + 0.6 * strength + 0.2 * clear, 0.0, 0.99), 3
-        )
+        if best is not None:
+            best.confidence = _confidence(best, answer_confidence)
         return best
 
     def _score_alias(
@@ -416,7 +450,7 @@ class AliasFinder:
         question: str,
         q_vec: Sequence[float],
         pool: list[_Candidate],
-        sources: Sequence[dict[str, Any]],
+        sources: Sequence[Source],
     ) -> AliasProposal | None:
         # Stage 1 (one short text per candidate): word similarity and the cheap evidence.
         vectors = self.embeddings.embed_documents([alias] + [c.unit for c in pool])
@@ -488,7 +522,7 @@ class AliasFinder:
         )
 
     def _corpus_side(
-        self, alias: str, shortlist: list[_Candidate], sources: Sequence[dict[str, Any]]
+        self, alias: str, shortlist: list[_Candidate], sources: Sequence[Source]
     ) -> None:
         """``r_corpus``: the absent word put where the corpus uses a candidate.
 
