@@ -15,9 +15,10 @@ skipped), since a parallel branch would buy nothing and costs a thread per turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -25,11 +26,6 @@ from langgraph.store.base import BaseStore
 
 from retrievalagent.graph._nodes import Nodes
 from retrievalagent.graph._state import AgentState
-
-try:  # LangGraph's own sync+async node wrapper (no extra tracing span per node)
-    from langgraph._internal._runnable import RunnableCallable as _Callable
-except ImportError:  # pragma: no cover - a future LangGraph moved it
-    from langchain_core.runnables import RunnableLambda as _Callable
 
 __all__ = ["NODE_NAMES", "build_graph"]
 
@@ -46,10 +42,16 @@ NODE_NAMES = (
 )
 
 
-def _node(sync: Callable[..., Any], afunc: Callable[..., Any] | None, name: str) -> Any:
-    if _Callable.__name__ == "RunnableCallable":
-        return _Callable(sync, afunc, name=name, trace=False)
-    return _Callable(sync, afunc=afunc, name=name)  # pragma: no cover
+def _node(
+    sync: Callable[..., Any], afunc: Callable[..., Awaitable[Any]], name: str
+) -> Runnable[Any, Any]:
+    """One node with its sync and async bodies, in LangGraph's own wrapper (no extra
+    tracing span per node) while it is where this LangGraph keeps it."""
+    try:
+        from langgraph._internal._runnable import RunnableCallable
+    except ImportError:  # pragma: no cover - a future LangGraph moved it
+        return RunnableLambda(sync, afunc=afunc, name=name)
+    return RunnableCallable(sync, afunc, name=name, trace=False)
 
 
 def build_graph(

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import math
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -26,6 +23,7 @@ from langgraph.config import get_stream_writer
 from langgraph.types import Overwrite
 
 from retrievalagent._inputs import clean_question
+from retrievalagent._threads import TraceLog, call_with_timeout
 from retrievalagent.config import Settings
 from retrievalagent.errors import ModelError
 from retrievalagent.graph._history import (
@@ -35,7 +33,7 @@ from retrievalagent.graph._history import (
     remember_failed_rewrite,
     tried_queries,
 )
-from retrievalagent.graph._state import AgentState
+from retrievalagent.graph._state import AgentState, RecalledMemory, ScoredId
 from retrievalagent.memory._background import BackgroundWrites
 from retrievalagent.memory._base import (
     PREFERENCE,
@@ -60,7 +58,6 @@ from retrievalagent.types import Grade
 __all__ = ["Components", "Nodes"]
 
 logger = logging.getLogger("retrievalagent")
-T = TypeVar("T")
 #: Longest fact the grader may have stored; a longer one is refused, not cut (a cut
 #: instruction is still an instruction). Facts are stored on one line, as data.
 MAX_FACT_CHARS = 300
@@ -83,6 +80,22 @@ def _ms(start: float) -> float:
 def _error_event(node: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
     kind = "timeout" if isinstance(exc, TimeoutError | asyncio.TimeoutError) else type(exc).__name__
     return {"node": node, "error": str(exc) or kind, "error_type": kind, **extra}
+
+
+#: What a node logs when it goes on without a model reply it cannot use.
+_GRADE_CONSERVATIVELY = "grader reply unusable, grading conservatively"
+_ANSWER_SEPARATELY = "inline answer+grade reply unusable, answering separately"
+
+
+def _unusable_reply(exc: Exception, consequence: str | None = None) -> Exception:
+    """A model reply that does not parse or validate (or a bug in the role): the node goes
+    on without it (logging ``consequence``) and returns the error for its trace event. A
+    model that cannot be reached (``ModelError``, after its retries) fails the turn."""
+    if isinstance(exc, ModelError):
+        raise exc
+    if consequence is not None:
+        logger.warning("%s: %s: %s", consequence, type(exc).__name__, exc)
+    return exc
 
 
 def _with_usage(event: dict[str, Any], meter: Meter) -> dict[str, Any]:
@@ -126,40 +139,27 @@ def _alias_of(hit: MemoryHit) -> str:
     return str(hit.metadata.get("alias") or "") or mapping_alias(hit.text)
 
 
-def _call_with_timeout(fn: Callable[[], T], timeout: float) -> T:
-    """Run ``fn`` on a daemon thread and give up after ``timeout`` seconds."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name="retrievalagent-memory-read", daemon=True).start()
-    if not done.wait(timeout):
-        raise TimeoutError(f"memory search took longer than {timeout:g}s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+_SEARCH = "memory search"  # what a recall that times out is called in its error
 
 
-class TraceLog:
-    """Appends each finished turn's trace as one JSON line (for threshold tuning)."""
+@dataclass(frozen=True)
+class _ReadPlan:
+    """One recall: the backend, what to ask it, how long to wait, and when the node began."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
+    memory: MemoryBackend
+    request: RecallRequest
+    timeout: float
+    start: float
 
-    def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=str, ensure_ascii=False)
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
+
+@dataclass(frozen=True)
+class _InlineReply:
+    """What the inline call (grading="inline": answer and grade at once) gave: both, or
+    the error after which the turn answers the plain way."""
+
+    answer: Answer | None = None
+    grade: Grade | None = None
+    error: Exception | None = None
 
 
 @dataclass
@@ -183,14 +183,14 @@ class Nodes:
     """Node bodies bound to one agent's components."""
 
     def __init__(self, components: Components) -> None:
-        self.c = components
-        self.s = components.settings
+        self.components = components
+        self.settings = components.settings
 
     @property
     def recall_in_parallel(self) -> bool:
         """Whether memory recall runs beside the dense search (only with a memory backend:
         without one there is nothing to overlap, and the graph runs in one line)."""
-        return self.c.memory is not None
+        return self.components.memory is not None
 
     # -- prepare ---------------------------------------------------------------------
     def prepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -211,12 +211,12 @@ class Nodes:
         messages = list(state.get("messages") or [])
         update: dict[str, Any] = {}
         if messages and isinstance(messages[-1], HumanMessage):
-            question = clean_question(str(messages[-1].content), self.s.max_question_chars)
+            question = clean_question(str(messages[-1].content), self.settings.max_question_chars)
         else:
             raw = state.get("question")
             if raw is None or (isinstance(raw, str) and not raw.strip()):
                 raise ValueError("the input needs a non-empty 'question' or a final human message")
-            question = clean_question(raw, self.s.max_question_chars)
+            question = clean_question(raw, self.settings.max_question_chars)
             update["messages"] = [HumanMessage(question)]
         return question, update
 
@@ -264,15 +264,15 @@ class Nodes:
     def _title(self, question: str, config: RunnableConfig) -> str:
         """A new thread's title: one short model call when the turn belongs to a thread."""
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-        if self.c.titler is None or not thread_id:
+        if self.components.titler is None or not thread_id:
             return question_title(question)
-        return self.c.titler.title(question, config)
+        return self.components.titler.title(question, config)
 
     async def _atitle(self, question: str, config: RunnableConfig) -> str:
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-        if self.c.titler is None or not thread_id:
+        if self.components.titler is None or not thread_id:
             return question_title(question)
-        return await self.c.titler.atitle(question, config)
+        return await self.components.titler.atitle(question, config)
 
     # -- read_memory -----------------------------------------------------------------
     def _recall_request(self, state: AgentState) -> RecallRequest:
@@ -280,13 +280,13 @@ class Nodes:
         return RecallRequest(
             query=question,
             user_id=state["user_id"],
-            limit=self.s.memory_top_k,
-            keys=question_keys(self.c.searcher.encoder, question),
-            max_preferences=self.s.memory_max_preferences,
+            limit=self.settings.memory_top_k,
+            keys=question_keys(self.components.searcher.encoder, question),
+            max_preferences=self.settings.memory_max_preferences,
         )
 
-    def _after_read(self, recall: Recall, start: float, waited_ms: float) -> dict[str, Any]:
-        threshold = self.s.memory_relevance_threshold
+    def _after_read(self, recall: Recall, plan: _ReadPlan, waited_ms: float) -> dict[str, Any]:
+        threshold = self.settings.memory_relevance_threshold
         if not isinstance(recall, Recall):
             recall, bad = Recall(), 1
         else:
@@ -297,7 +297,7 @@ class Nodes:
         preferences = [h for h in preferences if h.kind == PREFERENCE]
         kept = [h for h in facts if h.score >= threshold]
         scanned = recall.scanned if isinstance(recall.scanned, int) else 0
-        encoder = self.c.searcher.encoder
+        encoder = self.components.searcher.encoder
         targets = [fact_targets(encoder, h.text, _alias_of(h)) for h in kept]
         context = memory_context([h.text for h in kept], [h.text for h in preferences])
         similarities = [h.similarity for h in facts if h.similarity is not None]
@@ -323,9 +323,9 @@ class Nodes:
             "threshold": threshold,
             "best_score": round(facts[0].score, 4) if facts else None,
             "best_similarity": round(max(similarities), 4) if similarities else None,
-            "backend": self.c.memory.name,  # type: ignore[union-attr]
+            "backend": plan.memory.name,
             "waited_for_writes_ms": round(waited_ms, 3),
-            "ms": _ms(start),
+            "ms": _ms(plan.start),
         }
         if not items:
             event["skipped"] = "below_threshold" if facts else "no_memories"
@@ -335,64 +335,59 @@ class Nodes:
             "memory_context": context,
             "memory_terms": " ".join(dict.fromkeys(" ".join(targets).split())),
             "memories": [
-                {
-                    "id": h.id,
-                    "text": h.text,
-                    "score": h.score,
-                    "kind": h.kind,
-                    "key": h.key,
-                    "alias": _alias_of(h),
-                }
+                RecalledMemory(
+                    id=h.id, text=h.text, score=h.score, kind=h.kind, key=h.key, alias=_alias_of(h)
+                )
                 for h in [*kept, *preferences]
             ],
             "trace": [event],
         }
 
-    def _read_skipped(self) -> dict[str, Any] | None:
-        if self.c.memory is None:
-            return {
-                "trace": [{"node": "read_memory", "memories": "", "skipped": "no_memory_backend"}]
-            }
-        return None
+    def _read_plan(self, state: AgentState) -> _ReadPlan | None:
+        """What to recall for this turn, or None without a memory backend."""
+        if (memory := self.components.memory) is None:
+            return None
+        start = time.perf_counter()
+        return _ReadPlan(memory, self._recall_request(state), self.settings.memory_timeout, start)
 
-    def _read_failed(self, exc: Exception, start: float) -> dict[str, Any]:
+    @staticmethod
+    def _read_skipped() -> dict[str, Any]:
+        return {"trace": [{"node": "read_memory", "memories": "", "skipped": "no_memory_backend"}]}
+
+    @staticmethod
+    def _read_failed(exc: Exception, plan: _ReadPlan) -> dict[str, Any]:
         logger.warning("memory recall failed: %s: %s", type(exc).__name__, exc)
-        event = _error_event("read_memory", exc, skipped="error", memories="", ms=_ms(start))
+        event = _error_event("read_memory", exc, skipped="error", memories="", ms=_ms(plan.start))
         return {"trace": [event]}
 
     def read_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        if (skipped := self._read_skipped()) is not None:
-            return skipped
-        memory, start = self.c.memory, time.perf_counter()
-        assert memory is not None
-        request = self._recall_request(state)
+        if (plan := self._read_plan(state)) is None:
+            return self._read_skipped()
+        memory, request = plan.memory, plan.request
         try:
             # read-your-writes: what this user's previous turn stored is seen by this one
-            waited = self.c.writes.wait_for(request.user_id, self.s.memory_timeout)
-            recall = _call_with_timeout(lambda: memory.recall(request), self.s.memory_timeout)
+            waited = self.components.writes.wait_for(request.user_id, plan.timeout)
+            recall = call_with_timeout(lambda: memory.recall(request), plan.timeout, _SEARCH)
         except Exception as exc:
-            return self._read_failed(exc, start)
-        return self._after_read(recall, start, waited)
+            return self._read_failed(exc, plan)
+        return self._after_read(recall, plan, waited)
 
     async def aread_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        if (skipped := self._read_skipped()) is not None:
-            return skipped
-        memory, start = self.c.memory, time.perf_counter()
-        assert memory is not None
-        request = self._recall_request(state)
+        if (plan := self._read_plan(state)) is None:
+            return self._read_skipped()
         try:
-            waited = await self.c.writes.await_for(request.user_id, self.s.memory_timeout)
-            recall = await asyncio.wait_for(memory.arecall(request), self.s.memory_timeout)
+            waited = await self.components.writes.await_for(plan.request.user_id, plan.timeout)
+            recall = await asyncio.wait_for(plan.memory.arecall(plan.request), plan.timeout)
         except Exception as exc:
-            return self._read_failed(exc, start)
-        return self._after_read(recall, start, waited)
+            return self._read_failed(exc, plan)
+        return self._after_read(recall, plan, waited)
 
     # -- dense_search ------------------------------------------------------------------
     def _after_dense(
         self, hits: list[Hit], embed_ms: float, start: float, attempt: int
     ) -> dict[str, Any]:
         return {
-            "dense_hits": [{"id": h.id, "score": h.score} for h in hits],
+            "dense_hits": [ScoredId(id=h.id, score=h.score) for h in hits],
             "trace": [
                 {
                     "node": "dense_search",
@@ -405,19 +400,18 @@ class Nodes:
         }
 
     def dense_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        vector = self.c.searcher.embedder.embed(state["query"])
+        searcher, t0 = self.components.searcher, time.perf_counter()
+        vector = searcher.embedder.embed(state["query"])
         embed_ms, t1 = _ms(t0), time.perf_counter()
-        hits = self.c.searcher.dense_hits(vector, self.c.searcher.conditions(state.get("filter")))
+        hits = searcher.dense_hits(vector, searcher.conditions(state.get("filter")))
         return self._after_dense(hits, embed_ms, t1, state.get("attempts", 0))
 
     async def adense_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        vector = await self.c.searcher.embedder.aembed(state["query"])
+        searcher, t0 = self.components.searcher, time.perf_counter()
+        vector = await searcher.embedder.aembed(state["query"])
         embed_ms, t1 = _ms(t0), time.perf_counter()
-        hits = await asyncio.to_thread(
-            self.c.searcher.dense_hits, vector, self.c.searcher.conditions(state.get("filter"))
-        )
+        conditions = searcher.conditions(state.get("filter"))
+        hits = await asyncio.to_thread(searcher.dense_hits, vector, conditions)
         return self._after_dense(hits, embed_ms, t1, state.get("attempts", 0))
 
     # -- lexical_search ------------------------------------------------------------------
@@ -426,13 +420,13 @@ class Nodes:
 
     def lexical_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start = time.perf_counter()
-        searcher = self.c.searcher
+        searcher = self.components.searcher
         memory_terms = state.get("memory_terms") or ""
         hits = searcher.lexical_hits(
             state["query"],
             memory_terms,
             searcher.conditions(state.get("filter")),
-            memory_weight=self.s.memory_term_weight,
+            memory_weight=self.settings.memory_term_weight,
         )
         event: dict[str, Any] = {
             "node": "lexical_search",
@@ -442,7 +436,7 @@ class Nodes:
         }
         if memory_terms:
             event["memory_terms"] = memory_terms
-        return {"lexical_hits": [{"id": h.id, "score": h.score} for h in hits], "trace": [event]}
+        return {"lexical_hits": [ScoredId(id=h.id, score=h.score) for h in hits], "trace": [event]}
 
     # -- fuse ----------------------------------------------------------------------------
     async def afuse(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -450,27 +444,27 @@ class Nodes:
 
     def fuse(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start = time.perf_counter()
-        searcher = self.c.searcher
+        searcher = self.components.searcher
         dense = [Hit(h["id"], h["score"]) for h in state.get("dense_hits") or []]
         lexical = [Hit(h["id"], h["score"]) for h in state.get("lexical_hits") or []]
         memory_terms = state.get("memory_terms") or ""
         fused = searcher.fuse(
             dense,
             lexical,
-            searcher.candidates_for(self.s.top_k),
+            searcher.candidates_for(self.settings.top_k),
             state["query"],
             memory_terms,
-            self.s.memory_term_weight,
+            self.settings.memory_term_weight,
         )
         # Payloads of the winners only; a passage deleted since the search is left out.
-        hits = searcher.with_payloads(fused, searcher.candidates_for(self.s.top_k))
+        hits = searcher.with_payloads(fused, searcher.candidates_for(self.settings.top_k))
         fuse_ms = _ms(start)
         # With a reranker, the first rerank_k fused passages are reordered before the cut.
         with metering() as meter:
             hits, rerank_event = searcher.rerank(state["question"], hits)
         if rerank_event:
             _with_usage(rerank_event, meter)  # an LLM reranker's call, as the other roles'
-        sources = [to_source(hit) for hit in hits[: self.s.top_k]]
+        sources = [to_source(hit) for hit in hits[: self.settings.top_k]]
         event = {
             "node": "fuse",
             "method": searcher.fuser.name,
@@ -492,7 +486,7 @@ class Nodes:
             question=state["question"],
             query=state.get("query") or state["question"],
             sources=list(state.get("sources") or []),
-            history=history_for_model(state.get("messages") or [], self.s.history_tokens),
+            history=history_for_model(state.get("messages") or [], self.settings.history_tokens),
             memory_context=state.get("memory_context") or "",
             memory_terms=state.get("memory_terms") or "",
             known_aliases=tuple(m["alias"] for m in state.get("memories") or [] if m.get("alias")),
@@ -503,12 +497,12 @@ class Nodes:
     def _after_generate(
         self,
         request: AnswerRequest,
-        answer: Any,
+        answer: Answer,
         start: float,
         meter: Meter,
-        inline: tuple[Grade | None, BaseException | None] | None = None,
+        inline: _InlineReply | None = None,
     ) -> dict[str, Any]:
-        streamed = self.c.answerer.streams_tokens and inline is None
+        streamed = self.components.answerer.streams_tokens and inline is None
         if not streamed:
             self._stream_text(answer.text)
         event = {
@@ -527,12 +521,11 @@ class Nodes:
             "inline_grade": {},
         }
         if inline is not None:
-            grade, error = inline
             event["grading"] = "inline"
-            if grade is not None:
-                update["inline_grade"] = grade.model_dump()
-            if error is not None:  # the inline reply was unusable: answered the plain way
-                event.update(_error_event("generate", error, fallback="separate"))
+            if inline.grade is not None:
+                update["inline_grade"] = inline.grade.model_dump()
+            if inline.error is not None:  # the inline reply was unusable: answered the plain way
+                event.update(_error_event("generate", inline.error, fallback="separate"))
         update["trace"] = [_with_usage(event, meter)]
         return update
 
@@ -547,47 +540,30 @@ class Nodes:
         for i, word in enumerate(words):
             writer({"token": word + (" " if i < len(words) - 1 else "")})
 
-    @staticmethod
-    def _inline_failed(exc: Exception) -> Exception:
-        """An inline reply that does not parse or validate: the turn answers the plain way
-        (and the grade node grades it); an unreachable model fails the turn."""
-        if isinstance(exc, ModelError):
-            raise exc
-        logger.warning(
-            "inline answer+grade reply unusable, answering separately: %s: %s",
-            type(exc).__name__,
-            exc,
-        )
-        return exc
-
     def generate(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state)
         with metering() as meter:
-            inline: tuple[Grade | None, BaseException | None] | None = None
-            answer: Answer | None = None
-            if self.c.inline is not None:
+            inline: _InlineReply | None = None
+            if (model := self.components.inline) is not None:
                 try:
-                    answer, grade = self.c.inline.answer_and_grade(request, config)
-                    inline = (grade, None)
+                    inline = _InlineReply(*model.answer_and_grade(request, config))
                 except Exception as exc:
-                    inline = (None, self._inline_failed(exc))
-            if answer is None:
-                answer = self.c.answerer.answer(request, config)
+                    inline = _InlineReply(error=_unusable_reply(exc, _ANSWER_SEPARATELY))
+            if (answer := inline.answer if inline else None) is None:
+                answer = self.components.answerer.answer(request, config)
         return self._after_generate(request, answer, start, meter, inline)
 
     async def agenerate(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state)
         with metering() as meter:
-            inline: tuple[Grade | None, BaseException | None] | None = None
-            answer: Answer | None = None
-            if self.c.inline is not None:
+            inline: _InlineReply | None = None
+            if (model := self.components.inline) is not None:
                 try:
-                    answer, grade = await self.c.inline.aanswer_and_grade(request, config)
-                    inline = (grade, None)
+                    inline = _InlineReply(*await model.aanswer_and_grade(request, config))
                 except Exception as exc:
-                    inline = (None, self._inline_failed(exc))
-            if answer is None:
-                answer = await self.c.answerer.aanswer(request, config)
+                    inline = _InlineReply(error=_unusable_reply(exc, _ANSWER_SEPARATELY))
+            if (answer := inline.answer if inline else None) is None:
+                answer = await self.components.answerer.aanswer(request, config)
         return self._after_generate(request, answer, start, meter, inline)
 
     # -- final_grade -----------------------------------------------------------------------
@@ -599,7 +575,7 @@ class Nodes:
         error: BaseException | None,
         meter: Meter | None = None,
     ) -> dict[str, Any]:
-        threshold = self.s.memory_storage_threshold
+        threshold = self.settings.memory_storage_threshold
         fact = _one_line(grade.memory_fact)
         store = bool(
             grade.memory_worth_storing
@@ -639,18 +615,6 @@ class Nodes:
                 update["rewrite_history"] = history
         return update
 
-    @staticmethod
-    def _unusable_grade(exc: Exception) -> tuple[Grade, Exception]:
-        """A grader reply that does not parse or validate (or a grader bug): the turn goes
-        on with a conservative grade (not sufficient, nothing stored). A model that cannot
-        be reached (``ModelError``, after its retries) fails the turn instead."""
-        if isinstance(exc, ModelError):
-            raise exc
-        logger.warning(
-            "grader reply unusable, grading conservatively: %s: %s", type(exc).__name__, exc
-        )
-        return CONSERVATIVE_GRADE, exc
-
     def _inline_grade(self, state: AgentState, start: float) -> dict[str, Any] | None:
         """The update for a grade the generate call already returned (inline grading)."""
         if not (fields := state.get("inline_grade")):
@@ -663,9 +627,9 @@ class Nodes:
             return inline
         with metering() as meter:
             try:
-                grade, error = self.c.grader.grade(request, config), None
+                grade, error = self.components.grader.grade(request, config), None
             except Exception as exc:
-                grade, error = self._unusable_grade(exc)
+                grade, error = CONSERVATIVE_GRADE, _unusable_reply(exc, _GRADE_CONSERVATIVELY)
         return self._after_grade(state, grade, start, error, meter)
 
     async def afinal_grade(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -674,15 +638,18 @@ class Nodes:
             return inline
         with metering() as meter:
             try:
-                grade, error = await self.c.grader.agrade(request, config), None
+                grade, error = await self.components.grader.agrade(request, config), None
             except Exception as exc:
-                grade, error = self._unusable_grade(exc)
+                grade, error = CONSERVATIVE_GRADE, _unusable_reply(exc, _GRADE_CONSERVATIVELY)
         return self._after_grade(state, grade, start, error, meter)
 
     def after_grade(self, state: AgentState) -> str:
         """Route: another retrieval with a rewritten query, or finish."""
         grade = state.get("grade") or {}
-        if not grade.get("sufficient", True) and state.get("attempts", 0) < self.s.max_retries:
+        if (
+            not grade.get("sufficient", True)
+            and state.get("attempts", 0) < self.settings.max_retries
+        ):
             return "rewrite"
         return "write_memory"
 
@@ -725,25 +692,23 @@ class Nodes:
 
     def rewrite(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
+        error: Exception | None = None
         with metering() as meter:
             try:
-                query = self.c.rewriter.rewrite(request, self._tried(state), config)
-            except ModelError:  # the model is unreachable: fail the turn, as generate does
-                raise
+                query = self.components.rewriter.rewrite(request, self._tried(state), config)
             except Exception as exc:
-                return self._after_rewrite(state, None, start, meter, exc)
-        return self._after_rewrite(state, query, start, meter)
+                query, error = None, _unusable_reply(exc)
+        return self._after_rewrite(state, query, start, meter, error)
 
     async def arewrite(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start, request = time.perf_counter(), self._request(state, state.get("answer", ""))
+        error: Exception | None = None
         with metering() as meter:
             try:
-                query = await self.c.rewriter.arewrite(request, self._tried(state), config)
-            except ModelError:
-                raise
+                query = await self.components.rewriter.arewrite(request, self._tried(state), config)
             except Exception as exc:
-                return self._after_rewrite(state, None, start, meter, exc)
-        return self._after_rewrite(state, query, start, meter)
+                query, error = None, _unusable_reply(exc)
+        return self._after_rewrite(state, query, start, meter, error)
 
     def after_rewrite(self, state: AgentState) -> Sequence[str]:
         last = (state.get("trace") or [{}])[-1]
@@ -767,16 +732,19 @@ class Nodes:
             },
         )
         update: dict[str, Any] = {
-            "messages": [reply, *fifo_removals([*messages, reply], self.s.max_thread_messages)],
+            "messages": [
+                reply,
+                *fifo_removals([*messages, reply], self.settings.max_thread_messages),
+            ],
             "trace": [event],
             "usage": turn_usage([*(state.get("trace") or []), event]),
         }
-        if self.c.trace_log is not None:
+        if self.components.trace_log is not None:
             configurable = (config or {}).get("configurable") or {}
-            self.c.trace_log.write(
+            self.components.trace_log.write(
                 {
                     "ts": time.time(),
-                    "collection": self.c.collection,
+                    "collection": self.components.collection,
                     "thread_id": configurable.get("thread_id"),
                     "user_id": state.get("user_id"),
                     "question": state.get("question"),
@@ -788,7 +756,7 @@ class Nodes:
     def _write_plan(self, state: AgentState) -> tuple[dict[str, Any], MemoryRecord | None]:
         fact = state.get("memory_fact") or ""
         grade = state.get("grade") or {}
-        if self.c.memory is None:
+        if self.components.memory is None:
             return {"node": "write_memory", "skipped": "no_memory_backend"}, None
         if not fact:
             reason = (
@@ -802,7 +770,7 @@ class Nodes:
                 "node": "write_memory",
                 "skipped": reason,
                 "memory_confidence": grade.get("memory_confidence", 0.0),
-                "threshold": self.s.memory_storage_threshold,
+                "threshold": self.settings.memory_storage_threshold,
             }, None
         record = self._record(state, fact, grade)
         recalled = {
@@ -814,7 +782,7 @@ class Nodes:
         return {
             "node": "write_memory",
             "scheduled": True,
-            "backend": self.c.memory.name,
+            "backend": self.components.memory.name,
             "kind": record.kind,
             "key": record.key,
             "fact": fact,
@@ -830,13 +798,13 @@ class Nodes:
             alias = ""
         else:
             alias = given or mapping_alias(fact)
-            key = alias_key(self.c.searcher.encoder, alias) if alias else ""
+            key = alias_key(self.components.searcher.encoder, alias) if alias else ""
         return MemoryRecord(
             fact=fact,
             question=state["question"],
             answer=state.get("answer", ""),
             user_id=state["user_id"],
-            metadata={"collection": self.c.collection},
+            metadata={"collection": self.components.collection},
             kind=kind,
             key=key,
             alias=alias if key else "",
@@ -849,13 +817,13 @@ class Nodes:
         report, and the trace log as a late ``write_memory`` event of the same turn."""
 
         def hook(exc: BaseException) -> None:
-            if self.c.trace_log is None:
+            if self.components.trace_log is None:
                 return
             event = _error_event("write_memory", exc, fact=record.fact, late=True)
-            self.c.trace_log.write(
+            self.components.trace_log.write(
                 {
                     "ts": time.time(),
-                    "collection": self.c.collection,
+                    "collection": self.components.collection,
                     "user_id": record.user_id,
                     "question": record.question,
                     "trace": [event],
@@ -868,9 +836,9 @@ class Nodes:
         start = time.perf_counter()
         event, record = self._write_plan(state)
         if record is not None:
-            memory = self.c.memory
+            memory = self.components.memory
             assert memory is not None
-            event["waited_ms"] = self.c.writes.submit_thread(
+            event["waited_ms"] = self.components.writes.submit_thread(
                 lambda: memory.add(record),
                 f"{memory.name}: {record.fact[:60]}",
                 self._write_failed(state, record),
@@ -884,16 +852,16 @@ class Nodes:
         start = time.perf_counter()
         event, record = self._write_plan(state)
         if record is not None:
-            memory = self.c.memory
+            memory = self.components.memory
             assert memory is not None
             label, hook = f"{memory.name}: {record.fact[:60]}", self._write_failed(state, record)
             if memory.async_native:
-                event["waited_ms"] = await self.c.writes.submit_task(
+                event["waited_ms"] = await self.components.writes.submit_task(
                     lambda: memory.aadd(record), label, hook, owner=record.user_id
                 )
                 event["mode"] = "task"
             else:  # a thread outlives the event loop; the write survives asyncio.run() ending
-                event["waited_ms"] = self.c.writes.submit_thread(
+                event["waited_ms"] = self.components.writes.submit_thread(
                     lambda: memory.add(record), label, hook, owner=record.user_id
                 )
                 event["mode"] = "thread"

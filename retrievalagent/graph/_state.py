@@ -8,7 +8,9 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-__all__ = ["AgentState", "append_trace"]
+from retrievalagent.types import Source
+
+__all__ = ["AgentState", "RecalledMemory", "ScoredId", "append_trace"]
 
 
 def append_trace(
@@ -16,6 +18,24 @@ def append_trace(
 ) -> list[dict[str, Any]]:
     """Trace events accumulate within a turn; ``prepare`` starts each turn afresh (Overwrite)."""
     return [*(left or []), *(right or [])]
+
+
+class ScoredId(TypedDict):
+    """One search hit as the state keeps it: which chunk, and its score in that search."""
+
+    id: str
+    score: float
+
+
+class RecalledMemory(TypedDict):
+    """One memory recalled for this turn (a search fact or a preference)."""
+
+    id: str
+    text: str
+    score: float
+    kind: str
+    key: str
+    alias: str  # the question word a search fact explains ("" for a preference)
 
 
 class AgentState(TypedDict, total=False):
@@ -33,13 +53,15 @@ class AgentState(TypedDict, total=False):
     filter: dict[str, Any] | None
     memory_context: str
     memory_terms: str
-    memories: list[dict[str, Any]]
-    dense_hits: list[dict[str, Any]]
-    lexical_hits: list[dict[str, Any]]
-    sources: list[dict[str, Any]]
+    memories: list[RecalledMemory]
+    dense_hits: list[ScoredId]
+    lexical_hits: list[ScoredId]
+    sources: list[Source]
     answer: str
     generated_by: str
     llm_used: bool
+    # A Grade's fields (Grade.model_dump()): the state holds plain data, so that it
+    # checkpoints and reaches the caller's result as LangGraph returns it.
     grade: dict[str, Any]
     inline_grade: dict[str, Any]  # grading="inline": the grade the answer call returned
     usage: dict[str, Any]  # the turn's model calls per role and in total (see turn_usage)

@@ -1,0 +1,138 @@
+"""Threads the package starts for itself, and the trace log they may write to.
+
+Every "run this call on a daemon thread" goes through :func:`on_daemon_thread`: a backend
+call that may hang must not block the caller for ever, nor starve an executor the graph
+runs on, nor keep the process alive at exit. The three ways the package waits for such a
+call are built on it: with a deadline (:func:`call_with_timeout`), from synchronous code
+(:func:`run_sync`) and awaited (:func:`in_thread`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Outcome", "TraceLog", "call_with_timeout", "in_thread", "on_daemon_thread", "run_sync"]
+
+T = TypeVar("T")
+
+
+class Outcome(Generic[T]):
+    """What a call on a daemon thread returned or raised, once it has finished."""
+
+    def __init__(self) -> None:
+        self.finished = threading.Event()
+        self.returned: tuple[T] | None = None  # (value,) once the call returned
+        self.error: BaseException | None = None  # what it raised instead
+
+    def result(self, timeout: float | None = None, what: str = "the call") -> T:
+        """The call's value (its exception is re-raised in the caller's thread); a
+        ``TimeoutError`` when it has not finished within ``timeout`` seconds."""
+        if not self.finished.wait(timeout):
+            raise TimeoutError(f"{what} took longer than {timeout:g}s")
+        if self.returned is None:
+            assert self.error is not None
+            raise self.error
+        return self.returned[0]
+
+
+def on_daemon_thread(
+    fn: Callable[[], T], name: str, then: Callable[[Outcome[T]], None] | None = None
+) -> Outcome[T]:
+    """Start ``fn()`` on a new daemon thread; ``then`` runs on that thread when it ends."""
+    outcome: Outcome[T] = Outcome()
+
+    def target() -> None:
+        try:
+            outcome.returned = (fn(),)
+        except BaseException as exc:  # re-raised where the outcome is read
+            outcome.error = exc
+        finally:
+            outcome.finished.set()
+            if then is not None:
+                then(outcome)
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return outcome
+
+
+def call_with_timeout(fn: Callable[[], T], timeout: float, what: str) -> T:
+    """``fn()`` from synchronous code, given up after ``timeout`` seconds (the thread lingers)."""
+    return on_daemon_thread(fn, "retrievalagent-memory-read").result(timeout, what)
+
+
+def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run the coroutine made by ``factory`` to completion from synchronous code.
+
+    In a thread without an event loop (LangGraph's sync node workers) it gets a fresh loop;
+    inside a running loop it runs on a helper thread, so the caller's loop is never
+    re-entered.
+    """
+
+    async def main() -> T:
+        return await factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    return on_daemon_thread(lambda: asyncio.run(main()), "retrievalagent-run-sync").result()
+
+
+_IN_FLIGHT = threading.BoundedSemaphore(256)
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    """Await ``fn()`` run on its own daemon thread, not on the loop's default executor.
+
+    For blocking backend calls under ``ainvoke`` that may hang (a memory backend that never
+    answers): the caller can give up (``asyncio.wait_for``) while the thread lingers, and
+    lingering threads cannot starve the executor the rest of the graph runs on. At most 256
+    such threads exist per process; past that, callers wait (without blocking the loop) for
+    one to finish, so a hung backend cannot pile up threads without bound.
+    """
+    while not _IN_FLIGHT.acquire(blocking=False):
+        await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Outcome[T]) -> None:
+        if future.done():  # the caller gave up (cancelled)
+            return
+        if outcome.returned is not None:
+            future.set_result(outcome.returned[0])
+        elif outcome.error is not None:
+            future.set_exception(outcome.error)
+
+    def hand_back(outcome: Outcome[T]) -> None:
+        _IN_FLIGHT.release()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            loop.call_soon_threadsafe(settle, outcome)
+
+    try:
+        on_daemon_thread(fn, "retrievalagent-blocking-call", hand_back)
+    except BaseException:
+        _IN_FLIGHT.release()
+        raise
+    return await future
+
+
+class TraceLog:
+    """Appends each finished turn's trace as one JSON line (for threshold tuning); safe to
+    write from the graph's worker threads and background writes at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=str, ensure_ascii=False)
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
