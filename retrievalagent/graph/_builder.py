@@ -43,7 +43,7 @@ NODE_NAMES = (
 
 
 def _node(
-    sync: Callable[..., Any], afunc: Callable[..., Awaitable[Any]], name: str
+    sync: Callable[..., Any], afunc: Callable[..., Awaitable[Any]] | None, name: str
 ) -> Runnable[Any, Any]:
     """One node with its sync and async bodies, in LangGraph's own wrapper (no extra
     tracing span per node) while it is where this LangGraph keeps it."""
