@@ -1,7 +1,7 @@
 """``retrievalagent tune TRACE_FILE``: the two memory thresholds, read off real traffic.
 
 With ``RAG_TRACE_FILE`` set, every finished turn appends its trace as one JSON line (see
-``TraceLog`` in ``graph/_nodes.py``). This command reads those lines and reports, for each
+``TraceLog`` in ``retrievalagent/_threads.py``). This command reads those lines and reports, for each
 threshold, what the agent saw:
 
 * relevance (``memory_relevance_threshold``): the ``best_similarity`` of every recall

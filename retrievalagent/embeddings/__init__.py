@@ -6,6 +6,8 @@ Anything implementing LangChain's ``Embeddings`` can be passed to ``init_agent``
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.embeddings import Embeddings
 
 from retrievalagent.embeddings._minilm import MiniLMEmbeddings
@@ -30,7 +32,7 @@ def resolve_embeddings(spec: Embeddings | str | None, *, batch_size: int = 8) ->
             )
         from langchain.embeddings import init_embeddings
 
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if spec.split(":", 1)[0] in ("openai", "azure_openai"):
             # Chunks are far below the model's context, and the length check downloads a
             # tokenizer file at first use: skip it so OpenAI-compatible local servers work offline.

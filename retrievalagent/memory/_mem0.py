@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from retrievalagent._aio import in_thread, run_sync
+from retrievalagent._threads import in_thread, run_sync
 from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,

@@ -30,7 +30,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
-from retrievalagent._aio import in_thread
+from retrievalagent._threads import in_thread
 from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
