@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -214,7 +214,7 @@ def make_roles(
 
 
 def make_titler(
-    model: BaseChatModel | None, settings: Settings, saver: BaseCheckpointSaver | None
+    model: BaseChatModel | None, settings: Settings, saver: BaseCheckpointSaver[Any] | None
 ) -> ThreadTitler | None:
     """Threads get titles only when a checkpointer keeps them; the model writes them only
     when ``thread_title="llm"``."""

@@ -152,9 +152,9 @@ class RetrievalAgent:
         model: BaseChatModel | None,
         index: VectorIndex,
         components: Components,
-        graph: CompiledStateGraph,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
         nodes: Nodes,
-        checkpointer: BaseCheckpointSaver | None,
+        checkpointer: BaseCheckpointSaver[Any] | None,
         store: BaseStore | None,
         exit_stack: contextlib.ExitStack,
     ) -> None:
@@ -168,7 +168,7 @@ class RetrievalAgent:
         self.graph = graph
         self._components = components
         self._nodes = nodes
-        self._stateless: CompiledStateGraph | None = None
+        self._stateless: CompiledStateGraph[Any, Any, Any, Any] | None = None
         self._exit = exit_stack
         self._ingestor = Ingestor(
             index,
@@ -417,7 +417,9 @@ class RetrievalAgent:
         run = self._config(config, self.graph)
         return self._input(question, filter), run
 
-    def _config(self, config: RunnableConfig | None, graph: CompiledStateGraph) -> RunnableConfig:
+    def _config(
+        self, config: RunnableConfig | None, graph: CompiledStateGraph[Any, Any, Any, Any]
+    ) -> RunnableConfig:
         run = cast(RunnableConfig, dict(config or {}))
         configurable = dict(run.get("configurable") or {})
         if configurable.get("thread_id") is not None:
@@ -503,14 +505,14 @@ class RetrievalAgent:
                 yield event
         yield StreamEvent(type="result", result=self._result(turn.final, run))
 
-    def _stateless_graph(self) -> CompiledStateGraph:
+    def _stateless_graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
         if self._stateless is None:
             self._stateless = build_graph(self._nodes, store=self.memory_store)
         return self._stateless
 
     def _chat_args(
         self, question: str, history: Sequence[Any] | None, config: RunnableConfig | None
-    ) -> tuple[CompiledStateGraph, dict[str, Any], RunnableConfig]:
+    ) -> tuple[CompiledStateGraph[Any, Any, Any, Any], dict[str, Any], RunnableConfig]:
         """The graph without a checkpointer, and its input and config for one chat turn."""
         graph = self._stateless_graph()
         run = self._config(config, graph)
@@ -696,7 +698,9 @@ def init_agent(
     backend: str | None = None,
     backend_url: str | None = None,
     embeddings: Embeddings | str | None = None,
-    checkpointer: BaseCheckpointSaver | AbstractContextManager[BaseCheckpointSaver] | None = None,
+    checkpointer: BaseCheckpointSaver[Any]
+    | AbstractContextManager[BaseCheckpointSaver[Any]]
+    | None = None,
     memory_store: BaseStore | AbstractContextManager[BaseStore] | None = None,
     mem0_memory: Mem0Backend | Memory | AsyncMemory | None = None,
     memory: bool = False,

@@ -62,7 +62,7 @@ def agent_for(config: RunnableConfig | Mapping[str, Any] | None = None) -> Retri
     return agent
 
 
-async def make_graph(config: RunnableConfig) -> CompiledStateGraph:
+async def make_graph(config: RunnableConfig) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Graph factory for ``langgraph.json``: the compiled graph of `agent_for`.
 
     The first call for a collection opens its index off the event loop; later calls

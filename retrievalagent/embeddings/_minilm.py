@@ -171,7 +171,8 @@ class MiniLMEmbeddings(Embeddings):
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.clip(norms, 1e-12, None)
+        normalized: np.ndarray = pooled / np.clip(norms, 1e-12, None)
+        return normalized
 
     def embed_array(self, texts: list[str]) -> np.ndarray:
         """Embeddings as a float32 array of shape (len(texts), 384), in input order."""
@@ -187,7 +188,9 @@ class MiniLMEmbeddings(Embeddings):
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.embed_array(list(texts)).tolist()
+        vectors: list[list[float]] = self.embed_array(list(texts)).tolist()
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_array([text])[0].tolist()
+        vector: list[float] = self.embed_array([text])[0].tolist()
+        return vector

@@ -254,7 +254,9 @@ class _Evaluation:
         return mean_scores(run, {q: self.test.qrels[q] for q in qids})
 
 
-def _row(name: str, split: str, n: int, scores: Mapping[str, float], **extra: Any) -> dict:
+def _row(
+    name: str, split: str, n: int, scores: Mapping[str, float], **extra: Any
+) -> dict[str, Any]:
     return {
         "run": name,
         "split": split,

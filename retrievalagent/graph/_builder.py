@@ -57,10 +57,10 @@ def _node(
 def build_graph(
     nodes: Nodes,
     *,
-    checkpointer: BaseCheckpointSaver | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
     store: BaseStore | None = None,
     name: str = "retrievalagent",
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The compiled graph for one agent."""
     graph = StateGraph(AgentState)
     graph.add_node("prepare", _node(nodes.prepare, nodes.aprepare, "prepare"))

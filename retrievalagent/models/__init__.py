@@ -80,7 +80,8 @@ def resolve_model(spec: BaseChatModel | str | None) -> BaseChatModel | None:
             for options in ({**retries, **usage}, retries):
                 if options:
                     with contextlib.suppress(Exception):
-                        return init_chat_model(spec, **options)
+                        chat: BaseChatModel = init_chat_model(spec, **options)
+                        return chat
             return model
         except ImportError as exc:
             raise ConfigError(

@@ -76,7 +76,8 @@ def _passes_through(exc: BaseException) -> bool:
 def _retry_after(exc: BaseException) -> float:
     headers = getattr(getattr(exc, "response", None), "headers", None)
     try:
-        return max(0.0, float(headers.get("retry-after"))) if headers is not None else 0.0
+        hint: float = float(headers.get("retry-after")) if headers is not None else 0.0
+        return max(0.0, hint)
     except (TypeError, ValueError):
         return 0.0
 
@@ -102,7 +103,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, exc: BaseException | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (0-based)."""
-        base = min(self.max_backoff, self.backoff * (2**attempt))
+        base = min(self.max_backoff, self.backoff * (2.0**attempt))
         jittered = base * random.uniform(0.5, 1.0)
         hinted = min(self.max_backoff, _retry_after(exc)) if exc is not None else 0.0
         return max(jittered, hinted)

@@ -53,11 +53,15 @@ def _unwrap(obj: Any, kind: type, what: str, stack: contextlib.ExitStack) -> Any
     raise ConfigError(f"{what} must be a LangGraph {kind.__name__}, not {type(obj).__name__}")
 
 
-def resolve_checkpointer(obj: Any, stack: contextlib.ExitStack) -> BaseCheckpointSaver | None:
+def resolve_checkpointer(obj: Any, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any] | None:
     """A checkpointer from a saver or a context manager that yields one."""
-    return _unwrap(obj, BaseCheckpointSaver, "checkpointer", stack)
+    saver: BaseCheckpointSaver[Any] | None = _unwrap(
+        obj, BaseCheckpointSaver, "checkpointer", stack
+    )
+    return saver
 
 
 def resolve_store(obj: Any, stack: contextlib.ExitStack) -> BaseStore | None:
     """A store from a ``BaseStore`` or a context manager that yields one."""
-    return _unwrap(obj, BaseStore, "memory_store", stack)
+    store: BaseStore | None = _unwrap(obj, BaseStore, "memory_store", stack)
+    return store

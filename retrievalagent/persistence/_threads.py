@@ -185,12 +185,12 @@ def _no_turn(thread_id: str) -> ConfigError:
 class Threads:
     """The conversations of one agent (its graph, checkpointer and collection)."""
 
-    def __init__(self, graph: CompiledStateGraph, collection: str) -> None:
+    def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], collection: str) -> None:
         self.graph = graph
         self.collection = collection
 
     @property
-    def checkpointer(self) -> BaseCheckpointSaver:
+    def checkpointer(self) -> BaseCheckpointSaver[Any]:
         saver = self.graph.checkpointer
         if not isinstance(saver, BaseCheckpointSaver):
             raise ConfigError(

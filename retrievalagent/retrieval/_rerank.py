@@ -156,7 +156,8 @@ def resolve_reranker(spec: Any, model: Any, retry: Any = None) -> Reranker | Non
     if callable(getattr(spec, "compress_documents", None)):
         return CompressorReranker(spec)
     if callable(getattr(spec, "rerank", None)) and isinstance(getattr(spec, "name", None), str):
-        return spec  # already a Reranker
+        reranker: Reranker = spec  # already a Reranker
+        return reranker
     raise ConfigError(
         f"reranker must be 'llm' or a LangChain BaseDocumentCompressor, not {type(spec).__name__}"
     )
