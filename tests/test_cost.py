@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -151,6 +152,26 @@ def test_streamed_answer_reports_usage_and_a_silent_provider_is_estimated(
     assert answer["estimated"] is True and state.usage["total"]["estimated"] is True
     # about 4 characters a token, from the prompt the agent sent
     assert abs(answer["input_tokens"] - (len(system) + len(QUESTION)) / 4) < 10
+
+
+async def test_astream_streams_the_answer_only_and_warns_of_nothing(agent, openai_server) -> None:
+    """Under astream the grade (a structured reply read once complete) is one whole
+    response: streaming it bought nothing and, over the OpenAI client, logged a pydantic
+    serializer warning in the user's console."""
+    openai_server.responder = responder()
+    rag = agent()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the turn
+        events = [event async for event in rag.astream(QUESTION)]
+    result = events[-1]["result"]
+    assert [e for e in result["trace"] if e.get("error")] == []
+    assert any(e["type"] == "token" for e in events)
+    streamed = {
+        role(ChatRequest(r.body)): bool(r.body.get("stream")) for r in openai_server.chat_records
+    }
+    assert streamed == {"answer": True, "grade": False}
+    [grade] = usage_of(result, "final_grade")
+    assert grade["estimated"] is False and grade["input_tokens"] > 0
 
 
 def test_grade_prompt_holds_only_the_cited_passages_trimmed(agent, openai_server) -> None:

@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from pydantic import BaseModel, Field, create_model
 
 from retrievalagent.models._base import Answer, AnswerRequest
@@ -130,9 +132,23 @@ def _parse_as(value: Any, schema: type[BaseModel]) -> Any:
 
 
 def _nostream(config: RunnableConfig | None) -> RunnableConfig:
-    """A config whose tokens stay out of the answer's token stream (a JSON reply)."""
+    """A config for a call read only once complete (a JSON grade, a one-line rewrite).
+
+    Its tokens stay out of the answer's token stream, and the call is not streamed at all:
+    under ``stream``/``astream`` LangGraph's token handler would otherwise make LangChain
+    stream it, paying per-chunk callbacks for nothing (and, for a structured reply over
+    OpenAI's streaming path, logging a pydantic serializer warning). Other handlers
+    (tracing) stay.
+    """
     out: RunnableConfig = {**(config or {})}
     out["tags"] = [*(out.get("tags") or []), "nostream"]
+    callbacks = out.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        quiet = callbacks.copy()
+        for handler in list(quiet.handlers):
+            if isinstance(handler, _StreamingCallbackHandler):
+                quiet.remove_handler(handler)
+        out["callbacks"] = quiet
     return out
 
 

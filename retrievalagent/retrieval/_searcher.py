@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -140,6 +141,7 @@ def to_source(hit: FusedHit | Hit) -> dict[str, Any]:
     return source
 
 
+@dataclass(eq=False)
 class HybridSearcher:
     """Dense + BM25 search over ``index`` and fusion of the two lists.
 
@@ -149,23 +151,21 @@ class HybridSearcher:
     winners are then fetched in one call.
     """
 
-    def __init__(
-        self,
-        index: VectorIndex,
-        embedder: QueryEmbedder,
-        encoder: LexicalEncoder,
-        fuser: Fuser,
-        fetch_k: int,
-        reranker: Reranker | None = None,
-        rerank_k: int = 20,
-    ) -> None:
-        self.index = index
-        self.embedder = embedder
-        self.encoder = encoder
-        self.fuser = fuser
-        self.fetch_k = fetch_k
-        self.reranker = reranker
-        self.rerank_k = rerank_k
+    index: VectorIndex
+    embedder: QueryEmbedder
+    encoder: LexicalEncoder
+    fuser: Fuser
+    fetch_k: int
+    reranker: Reranker | None = None
+    rerank_k: int = 20
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Checked by type alone where a pydantic model holds one (the LangChain retriever):
+        its parts are engines and protocols, not data."""
+        from pydantic_core import core_schema
+
+        return core_schema.is_instance_schema(cls)
 
     def candidates_for(self, top_k: int) -> int:
         """How many fused passages to take before the final cut to ``top_k``."""
