@@ -70,6 +70,11 @@ def _knob(
     )
 
 
+def _count(env: str, default: int | None, doc: str, low: int, high: int) -> Any:
+    """A knob holding a whole number from ``low`` to ``high`` (a size, a count, a limit)."""
+    return _knob(env, default, doc, kind=int, low=low, high=high)
+
+
 def _fraction(env: str, default: float, doc: str) -> Any:
     """A knob holding a number from 0 to 1 (a weight, a confidence, a similarity)."""
     return _knob(env, default, doc, kind=float, low=0.0, high=1.0)
@@ -117,14 +122,9 @@ class Settings:
         kind=Path,
     )
     # retrieval
-    top_k: int = _knob("RAG_TOP_K", 5, "Passages given to the answer.", kind=int, low=1, high=100)
-    fetch_k: int = _knob(
-        "RAG_FETCH_K",
-        50,
-        "Candidates each retriever returns before fusion.",
-        kind=int,
-        low=1,
-        high=1000,
+    top_k: int = _count("RAG_TOP_K", 5, "Passages given to the answer.", 1, 100)
+    fetch_k: int = _count(
+        "RAG_FETCH_K", 50, "Candidates each retriever returns before fusion.", 1, 1000
     )
     fusion: str = _knob(
         "RAG_FUSION",
@@ -135,55 +135,45 @@ class Settings:
         kind=str,
         choices=FUSION_METHODS,
     )
-    rrf_k: int = _knob(
-        "RAG_RRF_K", 60, "The k constant of reciprocal rank fusion.", kind=int, low=1, high=1000
-    )
+    rrf_k: int = _count("RAG_RRF_K", 60, "The k constant of reciprocal rank fusion.", 1, 1000)
     dense_weight: float = _fraction(
         "RAG_DENSE_WEIGHT",
         0.5,
         "Weight of the dense list in weighted fusions (BM25 gets 1 - this).",
     )
-    rerank_k: int = _knob(
+    rerank_k: int = _count(
         "RAG_RERANK_K",
         20,
         "With a reranker (`init_agent(reranker=...)`): fused passages it reorders before "
         "the first `top_k` are kept.",
-        kind=int,
-        low=1,
-        high=200,
-    )
-    max_retries: int = _knob(
-        "RAG_MAX_RETRIES",
         1,
-        "Query rewrites after an insufficient answer.",
-        kind=int,
-        low=0,
-        high=5,
+        200,
+    )
+    max_retries: int = _count(
+        "RAG_MAX_RETRIES", 1, "Query rewrites after an insufficient answer.", 0, 5
     )
     min_confidence: float = _fraction(
         "RAG_MIN_CONFIDENCE",
         0.35,
         "Grader confidence below which an answer counts as insufficient.",
     )
-    max_question_chars: int = _knob(
+    max_question_chars: int = _count(
         "RAG_MAX_QUESTION_CHARS",
         8000,
         "Longest question accepted (characters, after trimming); a longer one is a ValueError.",
-        kind=int,
-        low=1,
-        high=1_000_000,
+        1,
+        1_000_000,
     )
     # chat model calls
-    model_retries: int = _knob(
+    model_retries: int = _count(
         "RAG_MODEL_RETRIES",
         3,
         "Retries of a chat-model call (answer, grade, rewrite) after a transient error "
         "(rate limit, timeout, connection error, 5xx); then the turn fails with ModelError. "
         "Models built from a string get the client's own retries turned off, so this is the "
         "only retry policy; a model instance keeps its client's retries (they multiply).",
-        kind=int,
-        low=0,
-        high=10,
+        0,
+        10,
     )
     model_backoff: float = _knob(
         "RAG_MODEL_BACKOFF",
@@ -206,35 +196,28 @@ class Settings:
         choices=("separate", "inline"),
     )
     # ingestion
-    chunk_size: int = _knob(
-        "RAG_CHUNK_SIZE", 1000, "Target chunk length in characters.", kind=int, low=100, high=20000
+    chunk_size: int = _count(
+        "RAG_CHUNK_SIZE", 1000, "Target chunk length in characters.", 100, 20000
     )
-    chunk_overlap: int = _knob(
-        "RAG_CHUNK_OVERLAP",
-        120,
-        "Characters shared by adjacent chunks.",
-        kind=int,
-        low=0,
-        high=5000,
+    chunk_overlap: int = _count(
+        "RAG_CHUNK_OVERLAP", 120, "Characters shared by adjacent chunks.", 0, 5000
     )
-    embed_batch_size: int = _knob(
+    embed_batch_size: int = _count(
         "RAG_EMBED_BATCH_SIZE",
         8,
         "Texts per run of the embedding model. For the packaged model, 8 embedded ~14% "
         "faster than 32 on 2 cores and peaks near 0.6 GB instead of 1.6 GB.",
-        kind=int,
-        low=1,
-        high=4096,
+        1,
+        4096,
     )
-    ingest_window: int = _knob(
+    ingest_window: int = _count(
         "RAG_INGEST_WINDOW",
         512,
         "Chunks embedded and written together during an ingest. Smaller windows show "
         "progress sooner and hold fewer vectors in memory; a file larger than a window is "
         "still committed all at once.",
-        kind=int,
-        low=1,
-        high=100_000,
+        1,
+        100_000,
     )
     # memory
     memory_relevance_threshold: float = _fraction(
@@ -248,9 +231,7 @@ class Settings:
         0.85,
         "Minimum grader `memory_confidence` before a fact is written.",
     )
-    memory_top_k: int = _knob(
-        "RAG_MEMORY_TOP_K", 5, "Memories fetched per recall.", kind=int, low=1, high=100
-    )
+    memory_top_k: int = _count("RAG_MEMORY_TOP_K", 5, "Memories fetched per recall.", 1, 100)
     memory_timeout: float = _knob(
         "RAG_MEMORY_TIMEOUT",
         10.0,
@@ -260,13 +241,12 @@ class Settings:
         low=0.01,
         high=3600,
     )
-    memory_max_preferences: int = _knob(
+    memory_max_preferences: int = _count(
         "RAG_MEMORY_MAX_PREFERENCES",
         20,
         "Most stored preferences applied to a user's answers (newest first, one per subject).",
-        kind=int,
-        low=0,
-        high=1000,
+        0,
+        1000,
     )
     memory_term_weight: float = _knob(
         "RAG_MEMORY_TERM_WEIGHT",
@@ -277,21 +257,19 @@ class Settings:
         low=0.0,
         high=10.0,
     )
-    memory_scan_limit: int = _knob(
+    memory_scan_limit: int = _count(
         "RAG_MEMORY_SCAN_LIMIT",
         500,
         "Most recent memories per user scored client-side when the store has no vector index.",
-        kind=int,
-        low=1,
-        high=100000,
+        1,
+        100000,
     )
-    max_pending_writes: int = _knob(
+    max_pending_writes: int = _count(
         "RAG_MAX_PENDING_WRITES",
         256,
         "Background memory writes in flight before new ones wait for a free slot.",
-        kind=int,
-        low=1,
-        high=100000,
+        1,
+        100000,
     )
     drain_timeout: float = _knob(
         "RAG_DRAIN_TIMEOUT",
@@ -302,13 +280,12 @@ class Settings:
         high=3600,
     )
     # conversations
-    history_tokens: int = _knob(
+    history_tokens: int = _count(
         "RAG_HISTORY_TOKENS",
         2000,
         "Token budget for conversation history sent to the model.",
-        kind=int,
-        low=0,
-        high=1_000_000,
+        0,
+        1_000_000,
     )
     max_thread_messages: int | None = _knob(
         "RAG_MAX_THREAD_MESSAGES",

@@ -23,22 +23,22 @@ import math
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrievalagent._threads import in_thread, run_sync
 from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
-    MemoryRecord,
     PlannedBackend,
-    Recall,
-    RecallRequest,
     fact_text,
     kind_of,
     recall_of,
     recall_text,
 )
 from retrievalagent.memory._plan import IO, Plan
+
+if TYPE_CHECKING:  # annotations only
+    from retrievalagent.memory._base import MemoryRecord, Recall, RecallRequest
 
 __all__ = ["Mem0Backend", "mem0_user"]
 

@@ -24,7 +24,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -34,15 +34,15 @@ from retrievalagent._threads import in_thread
 from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
-    MemoryRecord,
     PlannedBackend,
-    Recall,
-    RecallRequest,
     kind_of,
     recall_of,
     recall_text,
 )
 from retrievalagent.memory._plan import IO, Plan
+
+if TYPE_CHECKING:  # annotations only
+    from retrievalagent.memory._base import MemoryRecord, Recall, RecallRequest
 
 __all__ = ["NAMESPACE", "StoreBackend"]
 
