@@ -106,6 +106,11 @@ def make_index(
 ) -> VectorIndex:
     """The index ``settings.backend_url`` names (or one on the given client); not opened."""
     if qdrant_client is not None:
+        if not callable(getattr(qdrant_client, "collection_exists", None)):
+            raise ConfigError(
+                f"qdrant_client must be a qdrant_client.QdrantClient, not "
+                f"{type(qdrant_client).__name__}"
+            )
         return ServerIndex(qdrant_client, collection)
     url = settings.backend_url
     if url is None:
@@ -154,7 +159,8 @@ def collection_exists(
 
     ``data_dir`` and ``backend_url`` fall back to ``RAG_DATA_DIR`` and ``RAG_BACKEND_URL``
     exactly as in :func:`~retrievalagent.init_agent`. An embedded index exists once an
-    ingest created it; a ``":memory:"`` one never does; a Qdrant server is asked.
+    agent opened it (``init_agent`` creates an empty one) or an ingest wrote it; a
+    ``":memory:"`` one never does; a Qdrant server is asked.
 
     Raises:
         ConfigError: ``collection`` or a setting is invalid.

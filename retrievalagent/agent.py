@@ -20,6 +20,7 @@ from typing_extensions import Unpack
 
 from retrievalagent import _build
 from retrievalagent._inputs import check_id, check_top_k, clean_question
+from retrievalagent._override import Overrides
 from retrievalagent.config import Settings, check_collection
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
@@ -157,6 +158,7 @@ class RetrievalAgent:
         checkpointer: BaseCheckpointSaver[Any] | None,
         store: BaseStore | None,
         exit_stack: contextlib.ExitStack,
+        dimension: int | None = None,
     ) -> None:
         self.collection = collection
         self.settings = settings
@@ -177,6 +179,22 @@ class RetrievalAgent:
             settings.chunk_size,
             settings.chunk_overlap,
             window=settings.ingest_window,
+            dimension=dimension,
+        )
+        self._overrides = Overrides(
+            {
+                name: (
+                    lambda name=name: getattr(components, name),
+                    lambda part, name=name: setattr(components, name, part),
+                )
+                for name in ("answerer", "grader", "rewriter")
+            }
+            | {
+                "ingest_embeddings": (
+                    lambda: self._ingestor.embeddings,
+                    lambda part: setattr(self._ingestor, "embeddings", part),
+                )
+            }
         )
 
     def __repr__(self) -> str:
@@ -238,22 +256,22 @@ class RetrievalAgent:
         ``None`` is kept. ``ingest_embeddings`` embeds the chunks :meth:`add_documents`
         writes (questions still use :attr:`embeddings`, so give vectors of the same
         model). Every part is restored on exit, also when the block raises; overrides
-        nest. The swap is seen by every call on this agent meanwhile, from any thread.
+        nest, and blocks that overlap in other tasks or threads leave the agent as built
+        once the last one exits. The swap is seen by every call on this agent meanwhile,
+        from any thread.
+
+        Raises:
+            ConfigError: a part lacks what its role needs (e.g. an answerer without
+                ``aanswer`` or ``streams_tokens``), named on entry rather than mid-turn.
         """
-        roles = {"answerer": answerer, "grader": grader, "rewriter": rewriter}
-        swaps: list[tuple[object, str, object]] = [
-            (self._components, name, part) for name, part in roles.items() if part is not None
-        ]
-        if ingest_embeddings is not None:
-            swaps.append((self._ingestor, "embeddings", ingest_embeddings))
-        saved = [(target, name, getattr(target, name)) for target, name, _ in swaps]
-        try:
-            for target, name, part in swaps:
-                setattr(target, name, part)
+        parts = {
+            "answerer": answerer,
+            "grader": grader,
+            "rewriter": rewriter,
+            "ingest_embeddings": ingest_embeddings,
+        }
+        with self._overrides.layer(parts):
             yield self
-        finally:
-            for target, name, old in reversed(saved):
-                setattr(target, name, old)
 
     # -- ingestion -------------------------------------------------------------------
     def add_documents(
@@ -420,7 +438,16 @@ class RetrievalAgent:
     def _config(
         self, config: RunnableConfig | None, graph: CompiledStateGraph[Any, Any, Any, Any]
     ) -> RunnableConfig:
+        if config is not None and not isinstance(config, Mapping):
+            raise ConfigError(
+                "config must be a dict such as {'configurable': {'thread_id': '...'}}, "
+                f"not {type(config).__name__}"
+            )
         run = cast(RunnableConfig, dict(config or {}))
+        if not isinstance(run.get("configurable") or {}, Mapping):
+            raise ConfigError(
+                f"config['configurable'] must be a dict, not {type(run['configurable']).__name__}"
+            )
         configurable = dict(run.get("configurable") or {})
         if configurable.get("thread_id") is not None:
             thread_id = check_id(configurable["thread_id"], "thread_id")
@@ -816,4 +843,5 @@ def init_agent(
         checkpointer=saver,
         store=store,
         exit_stack=exit_stack,
+        dimension=dimension,
     )

@@ -50,11 +50,19 @@ class ModelError(RetrievalAgentError, RuntimeError):
     that outlasted the retries, or an error retrying cannot fix (bad key, bad request).
 
     ``model`` names the model, ``role`` the call (answer, grade, rewrite), ``attempts`` how
-    many were made; the original exception is ``__cause__``.
+    many were made; the original exception is ``original`` (and ``__cause__``).
     """
 
-    def __init__(self, message: str, *, model: str, role: str, attempts: int) -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        role: str,
+        attempts: int,
+        original: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, original=original)
         self.model = model
         self.role = role
         self.attempts = attempts

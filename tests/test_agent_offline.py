@@ -252,6 +252,76 @@ def test_override_swaps_parts_and_restores_them_even_on_errors(rag) -> None:
     assert rag.invoke(question).sources
 
 
+async def test_overrides_that_overlap_in_two_tasks_leave_the_agent_as_built(rag) -> None:
+    """Task A enters first and exits first while task B is still inside: once both are
+    out, the agent answers with its own parts again (not with A's)."""
+    answerer = rag.answerer
+    a_answer, b_answer = _FixedAnswer(), _FixedAnswer()
+    b_entered, a_done = asyncio.Event(), asyncio.Event()
+
+    async def a() -> None:
+        with rag.override(answerer=a_answer):
+            await b_entered.wait()
+        a_done.set()
+
+    async def b() -> None:
+        await asyncio.sleep(0)
+        with rag.override(answerer=b_answer):
+            b_entered.set()
+            await a_done.wait()
+            assert rag.answerer is b_answer  # A's exit left B's part in place
+
+    await asyncio.gather(a(), b())
+    assert rag.answerer is answerer
+    result = await rag.ainvoke(QUESTIONS[0]["question"])
+    assert result.answer != "overridden answer"
+
+
+class _AnswerWithoutStreamsFlag:
+    def answer(self, request: Any, config: Any = None) -> Answer:
+        return Answer(text="x", generated_by="x", llm=False)
+
+    async def aanswer(self, request: Any, config: Any = None) -> Answer:
+        return self.answer(request, config)
+
+
+@pytest.mark.parametrize(
+    ("part", "value", "named"),
+    [
+        ("answerer", "x", "answer"),
+        ("answerer", _AnswerWithoutStreamsFlag(), "streams_tokens"),
+        ("grader", object(), "grade"),
+        ("rewriter", 42, "rewrite"),
+        ("ingest_embeddings", "x", "embed_documents"),
+    ],
+)
+def test_override_refuses_a_part_that_cannot_do_its_job(rag, part, value, named) -> None:
+    before = rag.answerer, rag.grader, rag.rewriter
+    with pytest.raises(ConfigError, match=named), rag.override(**{part: value}):
+        pytest.fail("a wrong part must be refused on entry")
+    assert (rag.answerer, rag.grader, rag.rewriter) == before
+
+
+def test_embeddings_of_the_wrong_size_are_refused_before_anything_is_written(rag) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from retrievalagent.errors import VectorIndexError
+
+    count = rag.count()
+    with (
+        rag.override(ingest_embeddings=DeterministicFakeEmbedding(size=10)),
+        pytest.raises(VectorIndexError, match="10-d vectors but the index holds 384-d"),
+    ):
+        rag.add_documents("A text the index has never seen before.")
+    assert rag.count() == count
+
+
+@pytest.mark.parametrize("config", ["thread-1", ["x"], {"configurable": "x"}])
+def test_a_config_that_is_not_a_dict_is_named(rag, config) -> None:
+    with pytest.raises(ConfigError, match="must be a dict"):
+        rag.invoke(QUESTIONS[0]["question"], config)
+
+
 def test_graph_args_drive_the_graph_like_invoke(rag) -> None:
     question = QUESTIONS[0]["question"]
     payload, run = rag.graph_args(question)

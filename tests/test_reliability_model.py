@@ -127,7 +127,7 @@ async def test_retries_are_bounded_then_a_clear_error(
     assert "gpt-5.4" in str(err) and "answer" in str(err) and "after 4 attempt(s)" in str(err)
     assert "InternalServerError" in str(err) or "503" in str(err)
     assert (err.model, err.role, err.attempts) == ("gpt-5.4", "answer", 4)
-    assert isinstance(err.__cause__, Exception)
+    assert isinstance(err.__cause__, Exception) and err.original is err.__cause__
     assert len(script.calls["answer"]) == 4  # 1 + 3 retries, then stop
     gaps = _gaps(script.calls["answer"])
     assert gaps[0] >= 0.5 * BACKOFF and gaps[1] >= BACKOFF and gaps[2] >= 2 * BACKOFF
@@ -144,6 +144,7 @@ def test_non_transient_error_is_not_retried(llm_agent: Callable[..., Any]) -> No
     with pytest.raises(ModelError, match=r"gpt-5\.4.*not retried") as caught:
         rag.invoke(QUESTION)
     assert caught.value.attempts == 1 and len(script.calls["answer"]) == 1
+    assert "Incorrect API key" in str(caught.value.original)  # kept for debugging
 
 
 def test_model_timeout_is_retried(make_agent: Callable[..., Any], openai_server: Any) -> None:

@@ -78,7 +78,11 @@ def _errors() -> Iterator[None]:
             raise
         message = " ".join((str(exc) or type(exc).__name__).split())  # one line, always
         err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-        err.print("[dim](run with --debug for the traceback)[/]", soft_wrap=True)
+        err.print(
+            "[dim](for the traceback, put --debug before the command: "
+            "retrievalagent --debug COMMAND ...)[/]",
+            soft_wrap=True,
+        )
         raise typer.Exit(1) from None
 
 

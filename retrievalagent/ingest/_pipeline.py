@@ -24,6 +24,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from retrievalagent.errors import VectorIndexError
 from retrievalagent.ingest._chunking import Chunk, chunk_sections
 from retrievalagent.ingest._loaders import SourceDoc
 from retrievalagent.retrieval._index import STAGED, STAGED_MARK, VectorIndex
@@ -107,8 +108,10 @@ class Ingestor:
         chunk_size: int,
         chunk_overlap: int,
         window: int = 512,
+        dimension: int | None = None,
     ) -> None:
         self.window = window  # chunks embedded and upserted together
+        self.dimension = dimension  # of the index's vectors, when known
         self.index = index
         self.embeddings = embeddings
         self.encoder = encoder
@@ -219,10 +222,27 @@ class Ingestor:
         if optimize is not None and (report.added_chunks or report.removed_chunks):
             optimize()
 
+    def _check_vectors(self, dense: Sequence[Sequence[float]], wanted: int) -> None:
+        """Refuse vectors the index cannot hold before anything is written (the engine's
+        own complaint is a bare exception deep inside the upsert)."""
+        sizes = {len(v) for v in dense}
+        if len(dense) != wanted or len(sizes) > 1:
+            raise VectorIndexError(
+                f"the embeddings returned {len(dense)} vector(s) of sizes {sorted(sizes)} "
+                f"for {wanted} chunk(s)"
+            )
+        if self.dimension is not None and sizes and sizes != {self.dimension}:
+            raise VectorIndexError(
+                f"the embeddings give {sizes.pop()}-d vectors but the index holds "
+                f"{self.dimension}-d ones; use the embeddings it was built with or a new "
+                "collection"
+            )
+
     def _write(self, window: list[_Pending], plan: _Plan, report: IngestReport) -> None:
         """Embed and stage one window of chunks; commit each source whose last chunk it holds."""
         texts = [p.chunk.indexed_text for p in window]
         dense = self.embeddings.embed_documents(texts)
+        self._check_vectors(dense, len(texts))
         sparse = [self.encoder.encode_document(t) for t in texts]
         self.index.upsert([p.id for p in window], dense, sparse, [self._payload(p) for p in window])
         report.added_chunks += len(window)

@@ -25,7 +25,13 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from retrievalagent.memory._background import drain_all_at_exit
 from retrievalagent.memory._mem0 import Mem0Backend
 
-__all__ = ["EmbeddedMem0Backend", "close_embedded_at_exit", "embedded_mem0", "prepare_mem0_import"]
+__all__ = [
+    "EmbeddedMem0Backend",
+    "close_embedded_at_exit",
+    "embedded_mem0",
+    "offline_mem0_config",
+    "prepare_mem0_import",
+]
 
 logger = logging.getLogger("retrievalagent.memory")
 
@@ -125,6 +131,32 @@ class _NoExtraction(FakeListChatModel):
         super().__init__(responses=["{}"])
 
 
+def offline_mem0_config(
+    root: Path,
+    llm: BaseChatModel,
+    embeddings: Embeddings,
+    dimension: int,
+    *,
+    collection_name: str = "search_hints",
+) -> dict[str, Any]:
+    """A mem0 config under ``root`` that never leaves the machine: LangChain's LLM and
+    embeddings, Qdrant in local mode on disk, the history in SQLite."""
+    return {
+        "llm": {"provider": "langchain", "config": {"model": llm}},
+        "embedder": {"provider": "langchain", "config": {"model": embeddings}},
+        "vector_store": {
+            "provider": "qdrant",
+            "config": {
+                "collection_name": collection_name,
+                "path": str(root / "qdrant"),
+                "embedding_model_dims": dimension,
+                "on_disk": True,
+            },
+        },
+        "history_db_path": str(root / "history.db"),
+    }
+
+
 def embedded_mem0(
     data_dir: Path,
     collection: str,
@@ -145,20 +177,7 @@ def embedded_mem0(
             from mem0 import Memory
 
             memory = Memory.from_config(
-                {
-                    "llm": {"provider": "langchain", "config": {"model": model or _NoExtraction()}},
-                    "embedder": {"provider": "langchain", "config": {"model": embeddings}},
-                    "vector_store": {
-                        "provider": "qdrant",
-                        "config": {
-                            "collection_name": "search_hints",
-                            "path": str(root / "qdrant"),
-                            "embedding_model_dims": dimension,
-                            "on_disk": True,
-                        },
-                    },
-                    "history_db_path": str(root / "history.db"),
-                }
+                offline_mem0_config(root, model or _NoExtraction(), embeddings, dimension)
             )
             shared = _instances[key] = _Shared(memory)
         shared.users += 1

@@ -120,6 +120,7 @@ class RetryPolicy:
                 model=model,
                 role=role,
                 attempts=tries,
+                original=exc,
             ) from exc
         if attempt >= self.retries:
             raise ModelError(
@@ -127,6 +128,7 @@ class RetryPolicy:
                 model=model,
                 role=role,
                 attempts=tries,
+                original=exc,
             ) from exc
         wait = self.delay(attempt, exc)
         logger.warning(

@@ -59,20 +59,11 @@ def mem0_extractor() -> ScriptedChatModel:
 
 def mem0_config(path: Path, embeddings: Any, llm: BaseChatModel | None = None) -> dict[str, Any]:
     """An offline mem0 config: nothing leaves the machine."""
-    return {
-        "llm": {"provider": "langchain", "config": {"model": llm or mem0_extractor()}},
-        "embedder": {"provider": "langchain", "config": {"model": embeddings}},
-        "vector_store": {
-            "provider": "qdrant",
-            "config": {
-                "collection_name": "memories",
-                "path": str(path / "qdrant"),
-                "embedding_model_dims": 384,
-                "on_disk": True,
-            },
-        },
-        "history_db_path": str(path / "history.db"),
-    }
+    from retrievalagent.memory._embedded import offline_mem0_config
+
+    return offline_mem0_config(
+        path, llm or mem0_extractor(), embeddings, 384, collection_name="memories"
+    )
 
 
 def record(fact: str, user: str = "alice", question: str = "") -> MemoryRecord:

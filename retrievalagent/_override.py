@@ -1,0 +1,78 @@
+"""Temporary replacement of an agent's parts (``RetrievalAgent.override``).
+
+Overrides are kept as layers over the parts the agent was built with, so blocks that
+overlap without nesting (two asyncio tasks, two threads) still leave the agent as built
+once the last one exits: each exit removes its own layer and the parts are recomputed,
+instead of each block putting back whatever it found on entry.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from retrievalagent.errors import ConfigError
+
+__all__ = ["Overrides", "Slot"]
+
+#: (get, set) of one replaceable part
+Slot = tuple[Callable[[], Any], Callable[[Any], None]]
+
+#: what each part must offer, checked on entry so a wrong object fails there, not mid-turn
+_NEEDS: Mapping[str, tuple[str, ...]] = {
+    "answerer": ("answer", "aanswer", "streams_tokens"),
+    "grader": ("grade", "agrade"),
+    "rewriter": ("rewrite", "arewrite"),
+    "ingest_embeddings": ("embed_documents",),
+}
+
+
+def _check(name: str, part: object) -> None:
+    missing = [attr for attr in _NEEDS.get(name, ()) if not hasattr(part, attr)]
+    if missing:
+        raise ConfigError(
+            f"override({name}=...): a {type(part).__name__} lacks {', '.join(missing)} "
+            f"(a {name} needs {', '.join(_NEEDS[name])})"
+        )
+
+
+class Overrides:
+    """The override layers of one agent."""
+
+    def __init__(self, slots: Mapping[str, Slot]) -> None:
+        self._slots = dict(slots)
+        self._built: dict[str, Any] = {}
+        self._layers: list[tuple[object, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def layer(self, parts: Mapping[str, Any]) -> Iterator[None]:
+        """Install ``parts`` (``None`` values are ignored) until the block exits."""
+        chosen = {name: part for name, part in parts.items() if part is not None}
+        for name, part in chosen.items():
+            if name not in self._slots:
+                raise TypeError(f"override() got an unexpected part {name!r}")
+            _check(name, part)
+        token = object()
+        with self._lock:
+            for name in chosen:
+                self._built.setdefault(name, self._slots[name][0]())
+            self._layers.append((token, chosen))
+            self._apply()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._layers = [entry for entry in self._layers if entry[0] is not token]
+                self._apply()
+
+    def _apply(self) -> None:
+        current = dict(self._built)
+        for _, parts in self._layers:
+            current.update(parts)
+        for name, part in current.items():
+            self._slots[name][1](part)
+        if not self._layers:
+            self._built.clear()
