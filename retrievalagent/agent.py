@@ -403,6 +403,7 @@ class RetrievalAgent:
             if count is None
             else check_top_k(count, "k" if k is not None else "top_k"),
             filter=dict(filter) if filter else None,
+            max_query_chars=self.settings.max_question_chars,
         )
 
     # -- questions -------------------------------------------------------------------

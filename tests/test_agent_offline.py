@@ -210,6 +210,17 @@ def test_as_retriever_is_a_langchain_retriever(rag) -> None:
     )
 
 
+@pytest.mark.parametrize("query", ["", "   ", "?!", "\u200b"])
+async def test_the_retriever_refuses_a_query_without_words_like_search(rag, query) -> None:
+    retriever = rag.as_retriever(k=2)
+    with pytest.raises(ConfigError):
+        rag.search(query)
+    with pytest.raises(ConfigError):
+        retriever.invoke(query)
+    with pytest.raises(ConfigError):
+        await retriever.ainvoke(query)
+
+
 class _FixedAnswer:
     """An answerer that always says the same thing (to see that override swapped it in)."""
 

@@ -21,7 +21,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
-from retrievalagent._inputs import check_top_k
+from retrievalagent._inputs import check_top_k, clean_question
 from retrievalagent.retrieval._fusion import FusedHit
 from retrievalagent.retrieval._searcher import HybridSearcher, to_source
 
@@ -81,6 +81,8 @@ class HybridRetriever(BaseRetriever):
     searcher: HybridSearcher
     top_k: int = Field(default=5, ge=1)
     filter: dict[str, Any] | None = None
+    #: longer queries are refused, as by the agent's own search (``max_question_chars``)
+    max_query_chars: int = Field(default=8000, ge=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -120,6 +122,7 @@ class HybridRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **call: Unpack[CallArgs]
     ) -> list[Document]:
         count, conditions = self._call_args(**call)
+        query = clean_question(query, self.max_query_chars)  # as rag.search: no empty query
         hits, _ = self.searcher.search(query, count, conditions)
         return [to_document(h) for h in hits]
 
@@ -131,5 +134,6 @@ class HybridRetriever(BaseRetriever):
         **call: Unpack[CallArgs],
     ) -> list[Document]:
         count, conditions = self._call_args(**call)
+        query = clean_question(query, self.max_query_chars)
         hits = await self.searcher.asearch(query, count, conditions)
         return [to_document(h) for h in hits]
