@@ -19,7 +19,7 @@ from langgraph.store.base import BaseStore
 from retrievalagent._inputs import redact_url
 from retrievalagent.config import Settings, check_collection
 from retrievalagent.embeddings import MiniLMEmbeddings, resolve_embeddings
-from retrievalagent.errors import ConfigError, VectorIndexError
+from retrievalagent.errors import ConfigError
 from retrievalagent.memory import Mem0Backend, MemoryBackend, StoreBackend, embedded_mem0
 from retrievalagent.models import (
     Answerer,
@@ -167,22 +167,21 @@ def collection_exists(
         VectorIndexError: the Qdrant server cannot be reached.
     """
     settings = Settings.load(data_dir=data_dir, backend_url=backend_url)
+    collection = check_collection(collection)
     if settings.backend_url is None:
-        return (settings.index_dir(collection) / EDGE_CONFIG).is_file()
-    index = make_index(settings, check_collection(collection))
+        return embedded_index_exists(settings, collection)
+    if settings.backend_url == ":memory:":
+        return False
+    index = make_index(settings, collection)
     try:
-        return isinstance(index, ServerIndex) and _server_has(index)
+        return isinstance(index, ServerIndex) and index.exists()
     finally:
         index.close()
 
 
-def _server_has(index: ServerIndex) -> bool:
-    try:
-        return bool(index.client.collection_exists(index.collection))
-    except Exception as exc:
-        raise VectorIndexError(
-            f"cannot reach Qdrant at {index.location}: {exc}", original=exc
-        ) from None
+def embedded_index_exists(settings: Settings, collection: str) -> bool:
+    """Whether ``collection`` has an embedded index on disk under ``settings.data_dir``."""
+    return (settings.index_dir(collection) / EDGE_CONFIG).is_file()
 
 
 # -- the model's roles -----------------------------------------------------------------------

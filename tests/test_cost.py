@@ -174,6 +174,20 @@ async def test_astream_streams_the_answer_only_and_warns_of_nothing(agent, opena
     assert grade["estimated"] is False and grade["input_tokens"] > 0
 
 
+async def test_the_whole_reply_calls_still_reach_astream_events(agent, openai_server) -> None:
+    """Keeping the grade out of the token stream must not hide it from LangChain's event
+    stream (tracing, astream_events): only LangGraph's token handler is left out."""
+    openai_server.responder = responder()
+    rag = agent()
+    payload, run = rag.graph_args(QUESTION)
+    events = [
+        e["event"]
+        async for e in rag.graph.astream_events(payload, run, version="v2")
+        if e["event"].startswith("on_chat_model")
+    ]
+    assert events.count("on_chat_model_start") == events.count("on_chat_model_end") == 2
+
+
 def test_grade_prompt_holds_only_the_cited_passages_trimmed(agent, openai_server) -> None:
     openai_server.responder = responder(answer=cite("Vault encryption"))
     state = agent().invoke(QUESTION)

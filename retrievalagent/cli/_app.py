@@ -113,13 +113,14 @@ def _agent(
     must_exist: bool = False,
     **settings: Any,
 ) -> Any:
-    from retrievalagent import Settings, collection_exists, init_agent
+    from retrievalagent import Settings, init_agent
+    from retrievalagent._build import embedded_index_exists
     from retrievalagent.config import check_collection
 
     name = check_collection(_collection(collection))
     if must_exist:  # reading commands must not create an empty embedded index as a side effect
         resolved = Settings.load(backend_url=backend_url, data_dir=data_dir)
-        if resolved.backend_url is None and not collection_exists(name, data_dir=data_dir):
+        if resolved.backend_url is None and not embedded_index_exists(resolved, name):
             raise ConfigError(
                 f"collection {name!r} does not exist in {resolved.data_dir}; run "
                 f"'retrievalagent ingest PATH --collection {name}' first"

@@ -48,7 +48,7 @@ from retrievalagent.eval._data import (
     split_of,
 )
 from retrievalagent.eval._metrics import METRICS, first_occurrences, mean_scores, ndcg
-from retrievalagent.models import RetryPolicy, resolve_model
+from retrievalagent.models import resolve_model
 from retrievalagent.retrieval._fusion import Fuser, make_fuser
 from retrievalagent.retrieval._types import Hit
 
@@ -376,13 +376,13 @@ def _load(
 
 
 def _must_exist(name: str, cfg: Settings) -> None:
-    """Refuse a collection that is not there (opening it would create an empty one)."""
-    from retrievalagent import collection_exists
+    """Refuse an embedded collection that is not there (opening it would create an empty
+    one); a server collection is checked when the agent opens it, with the agent's key."""
+    from retrievalagent._build import embedded_index_exists
 
-    if not collection_exists(name, data_dir=cfg.data_dir, backend_url=cfg.backend_url):
-        where = cfg.backend_url or cfg.data_dir
+    if cfg.backend_url is None and not embedded_index_exists(cfg, name):
         raise ConfigError(
-            f"collection {name!r} does not exist in {where}; ingest the documents first"
+            f"collection {name!r} does not exist in {cfg.data_dir}; ingest the documents first"
         )
 
 
@@ -546,13 +546,15 @@ def _add_llm_questions(
     test: TestSet, n: int, model: Any, cfg: Settings, say: Callable[[str], None]
 ) -> Any:
     """Add ``n`` questions the chat model writes to a derived set; returns the model."""
+    from retrievalagent._build import retry_policy
+
     if test.kind != "derived":
         raise ConfigError("llm_questions= adds to a derived set: use docs= or derive_from=")
     chat = resolve_model(model if model is not None else cfg.model)
     if chat is None:
         raise ConfigError("llm_questions= needs a chat model: pass model= (or RAG_MODEL)")
     say(f"asking {n} questions of the model")
-    add_llm_questions(test, chat, n, RetryPolicy(cfg.model_retries, cfg.model_backoff))
+    add_llm_questions(test, chat, n, retry_policy(cfg))
     return chat
 
 

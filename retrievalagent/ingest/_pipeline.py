@@ -24,7 +24,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from retrievalagent.errors import VectorIndexError
+from retrievalagent.errors import EmbeddingModelError, VectorIndexError
 from retrievalagent.ingest._chunking import Chunk, chunk_sections
 from retrievalagent.ingest._loaders import SourceDoc
 from retrievalagent.retrieval._index import STAGED, STAGED_MARK, VectorIndex
@@ -227,7 +227,7 @@ class Ingestor:
         own complaint is a bare exception deep inside the upsert)."""
         sizes = {len(v) for v in dense}
         if len(dense) != wanted or len(sizes) > 1:
-            raise VectorIndexError(
+            raise EmbeddingModelError(
                 f"the embeddings returned {len(dense)} vector(s) of sizes {sorted(sizes)} "
                 f"for {wanted} chunk(s)"
             )

@@ -19,7 +19,6 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from pydantic import BaseModel, Field, create_model
 
 from retrievalagent.models._base import Answer, AnswerRequest
@@ -39,6 +38,11 @@ from retrievalagent.models._prompts import (
 from retrievalagent.models._retry import RetryPolicy
 from retrievalagent.models._usage import ametered_call, metered_call
 from retrievalagent.types import Grade
+
+try:  # LangGraph's token handler (stream_mode="messages"); private, so guarded
+    from langgraph.pregel._messages import StreamMessagesHandler as _TokenHandler
+except ImportError:  # pragma: no cover - a future LangGraph moved it: calls stream as before
+    _TokenHandler = None  # type: ignore[assignment,misc]  # the module may not exist
 
 __all__ = [
     "GradedAnswer",
@@ -137,16 +141,16 @@ def _nostream(config: RunnableConfig | None) -> RunnableConfig:
     Its tokens stay out of the answer's token stream, and the call is not streamed at all:
     under ``stream``/``astream`` LangGraph's token handler would otherwise make LangChain
     stream it, paying per-chunk callbacks for nothing (and, for a structured reply over
-    OpenAI's streaming path, logging a pydantic serializer warning). Other handlers
-    (tracing) stay.
+    OpenAI's streaming path, logging a pydantic serializer warning). Only that handler
+    is left out: tracing and ``astream_events`` handlers still see the call.
     """
     out: RunnableConfig = {**(config or {})}
     out["tags"] = [*(out.get("tags") or []), "nostream"]
     callbacks = out.get("callbacks")
-    if isinstance(callbacks, BaseCallbackManager):
+    if _TokenHandler is not None and isinstance(callbacks, BaseCallbackManager):
         quiet = callbacks.copy()
         for handler in list(quiet.handlers):
-            if isinstance(handler, _StreamingCallbackHandler):
+            if isinstance(handler, _TokenHandler):
                 quiet.remove_handler(handler)
         out["callbacks"] = quiet
     return out

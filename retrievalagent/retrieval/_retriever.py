@@ -44,6 +44,13 @@ class CallArgs(TypedDict, total=False):
     filter: Mapping[str, Any] | None
 
 
+def _default_max_question_chars() -> int:
+    """The agent's own default (``Settings.max_question_chars``), declared once there."""
+    from retrievalagent.config import Settings
+
+    return Settings().max_question_chars
+
+
 def to_document(hit: FusedHit | Mapping[str, Any]) -> Document:
     """A passage (a fused hit or a ``to_source`` dict) as a LangChain ``Document``."""
     source = to_source(hit) if isinstance(hit, FusedHit) else dict(hit)
@@ -82,7 +89,7 @@ class HybridRetriever(BaseRetriever):
     top_k: int = Field(default=5, ge=1)
     filter: dict[str, Any] | None = None
     #: longer queries are refused, as by the agent's own search (``max_question_chars``)
-    max_query_chars: int = Field(default=8000, ge=1)
+    max_query_chars: int = Field(default_factory=lambda: _default_max_question_chars(), ge=1)
 
     @model_validator(mode="before")
     @classmethod

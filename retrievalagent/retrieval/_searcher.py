@@ -216,12 +216,14 @@ class HybridSearcher:
         limit: int | None = None,
     ) -> list[Hit]:
         """Nearest chunks (payloads only if the index cannot leave them out)."""
-        return self.index.dense_search(
-            vector,
-            limit or self.fetch_k,
-            conditions,
-            with_payload=not self.index.search_without_payloads,
-        )
+        return self.index.dense_search(vector, limit or self.fetch_k, conditions, **self._payloads)
+
+    @property
+    def _payloads(self) -> dict[str, bool]:
+        """Ask for ids and scores only where the index says that pays; an index written
+        before the flag existed is called as before (payloads included)."""
+        skip = getattr(self.index, "search_without_payloads", False)
+        return {"with_payload": False} if skip else {}
 
     def lexical_query(
         self, query: str, memory_terms: str = "", memory_weight: float = 1.0
@@ -239,12 +241,7 @@ class HybridSearcher:
     ) -> list[Hit]:
         """Best BM25 matches for the question (plus recalled memory terms)."""
         vector = self.lexical_query(query, memory_terms, memory_weight)
-        return self.index.sparse_search(
-            vector,
-            limit or self.fetch_k,
-            conditions,
-            with_payload=not self.index.search_without_payloads,
-        )
+        return self.index.sparse_search(vector, limit or self.fetch_k, conditions, **self._payloads)
 
     def coverage(self, query: str, memory_terms: str = "", memory_weight: float = 1.0) -> float:
         """Share (by weight) of the BM25 query's terms that occur somewhere in the corpus."""

@@ -85,17 +85,20 @@ class ServerIndex:
 
         return cls(client, collection, location=f"{redact_url(url)} (collection {collection!r})")
 
-    def ensure(self, dimension: int) -> None:
-        if self._ready:
-            return
-        models = _models()
+    def exists(self) -> bool:
+        """Whether the server has this collection (an unreachable server says so in one line)."""
         try:
-            exists = self.client.collection_exists(self.collection)
+            return bool(self.client.collection_exists(self.collection))
         except Exception as exc:
             raise VectorIndexError(
                 f"cannot reach Qdrant at {self.location}: {exc}", original=exc
             ) from None
-        if exists:
+
+    def ensure(self, dimension: int) -> None:
+        if self._ready:
+            return
+        models = _models()
+        if self.exists():
             info = self.client.get_collection(self.collection)
             vectors = info.config.params.vectors
             size = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
