@@ -9,7 +9,7 @@ instead of each block putting back whatever it found on entry.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,8 +17,8 @@ from retrievalagent.errors import ConfigError
 
 __all__ = ["Overrides", "Slot"]
 
-#: (get, set) of one replaceable part
-Slot = tuple[Callable[[], Any], Callable[[Any], None]]
+#: where one replaceable part lives: an object and the name of its attribute
+Slot = tuple[object, str]
 
 #: what each part must offer, checked on entry so a wrong object fails there, not mid-turn
 _NEEDS: Mapping[str, tuple[str, ...]] = {
@@ -43,7 +43,8 @@ class Overrides:
 
     def __init__(self, slots: Mapping[str, Slot]) -> None:
         self._slots = dict(slots)
-        self._built: dict[str, Any] = {}
+        # the parts as built: they change only through layers, so read them once
+        self._built = {name: getattr(*slot) for name, slot in self._slots.items()}
         self._layers: list[tuple[object, dict[str, Any]]] = []
         self._lock = threading.Lock()
 
@@ -57,8 +58,6 @@ class Overrides:
             _check(name, part)
         token = object()
         with self._lock:
-            for name in chosen:
-                self._built.setdefault(name, self._slots[name][0]())
             self._layers.append((token, chosen))
             self._apply()
         try:
@@ -73,6 +72,4 @@ class Overrides:
         for _, parts in self._layers:
             current.update(parts)
         for name, part in current.items():
-            self._slots[name][1](part)
-        if not self._layers:
-            self._built.clear()
+            setattr(*self._slots[name], part)

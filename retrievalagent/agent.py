@@ -183,17 +183,10 @@ class RetrievalAgent:
         )
         self._overrides = Overrides(
             {
-                name: (
-                    lambda name=name: getattr(components, name),
-                    lambda part, name=name: setattr(components, name, part),
-                )
-                for name in ("answerer", "grader", "rewriter")
-            }
-            | {
-                "ingest_embeddings": (
-                    lambda: self._ingestor.embeddings,
-                    lambda part: setattr(self._ingestor, "embeddings", part),
-                )
+                "answerer": (components, "answerer"),
+                "grader": (components, "grader"),
+                "rewriter": (components, "rewriter"),
+                "ingest_embeddings": (self._ingestor, "embeddings"),
             }
         )
 

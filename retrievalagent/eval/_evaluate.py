@@ -505,7 +505,8 @@ def evaluate(
         tuned = None
         if tune:
             with _timed(timings, "tune_s"):
-                tuned = _tuned(ev, current, qids, runs, say)
+                tuned, held_rows = _tuned(ev, current, qids, say)
+                runs += held_rows
         rerank = None
         if reranker is not None:
             with _timed(timings, "rerank_s"):
@@ -602,10 +603,10 @@ def _tuned(
     ev: _Evaluation,
     current: Setting,
     qids: list[str],
-    runs: list[dict[str, Any]],
     say: Callable[[str], None],
-) -> dict[str, Any]:
-    """Tune on the dev half, add the held-out rows to ``runs`` and describe the outcome."""
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Tune on the dev half; the outcome, and the held-out rows of the current and tuned
+    settings."""
     dev = [q for q in qids if split_of(q) == "dev"]
     held = [q for q in qids if split_of(q) == "test"]
     if len(dev) < 5 or len(held) < 5:
@@ -614,8 +615,7 @@ def _tuned(
     best, details = _tune(ev, current, dev, held)
     fused = {"hybrid": (current, ev.hybrid(current, held)), "tuned": (best, ev.hybrid(best, held))}
     held_rows = _runs(ev, "test", held, fused)
-    runs += held_rows
-    return {
+    outcome = {
         "setting": best.label(),
         "env": best.env(),
         "is_current": best == current,
@@ -626,6 +626,7 @@ def _tuned(
         "reproduced_test_ndcg@10": round(_reproduce(ev, best, held), 4),
         **details,
     }
+    return outcome, held_rows
 
 
 def _write_run(run_out: str | Path | None, run: Mapping[str, Sequence[str]]) -> str | None:
