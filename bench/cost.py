@@ -363,6 +363,45 @@ def run_cost(
     return out
 
 
+#: Graph shapes timed with empty steps before ``generate``: the agent's (as an agent without
+#: memory runs it), and everything before the answer in a single step.
+FLOOR_SHAPES = {
+    "agent": ("prepare", "read_memory", "dense_search", "lexical_search", "fuse"),
+    "one_step": ("retrieve",),
+}
+
+
+def floor_graph(model: Any, steps: Sequence[str]) -> Any:
+    """``steps`` in a line with nothing in them, then a ``generate`` that only sends the
+    answer request through ``model``; the agent's checkpointer and stream modes, a state of
+    just the prompt and the answer. Its time to first token minus the direct call's is what
+    LangGraph alone costs for that graph shape, whatever the nodes do."""
+    from typing import TypedDict
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+
+    class FloorState(TypedDict, total=False):
+        prompt: list[Any]
+        answer: str
+
+    async def nothing(state: FloorState) -> dict[str, Any]:
+        return {}
+
+    async def generate(state: FloorState) -> dict[str, Any]:
+        reply = await model.ainvoke(state["prompt"])
+        return {"answer": str(reply.content)}
+
+    graph = StateGraph(FloorState)
+    for name in steps:
+        graph.add_node(name, nothing)
+    graph.add_node("generate", generate)
+    graph.add_edge(START, steps[0])
+    for a, b in zip([*steps, "generate"], [*steps[1:], "generate", END], strict=True):
+        graph.add_edge(a, b)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
 def run_ttft(
     collection: str,
     queries: Sequence[dict[str, Any]],
@@ -383,11 +422,27 @@ def run_ttft(
     async def direct_ttft(body: dict[str, Any]) -> float | None:
         """The same answer request sent straight through the chat model: what the model
         call costs on its own, client library and HTTP included."""
-        t0 = time.perf_counter()
+        t0, first = time.perf_counter(), None
         async for chunk in direct.astream(convert_to_messages(body["messages"])):
-            if chunk.content:
-                return (time.perf_counter() - t0) * 1e3
-        return None
+            if chunk.content and first is None:
+                first = (time.perf_counter() - t0) * 1e3
+        return first  # read to the end: a stream left open would run on into the next turn
+
+    floors = {shape: floor_graph(direct, steps) for shape, steps in FLOOR_SHAPES.items()}
+
+    async def floor_ttft(shape: str, body: dict[str, Any], thread: str) -> float | None:
+        """The same answer request sent from a floor graph's ``generate``."""
+        from retrievalagent.agent import _STREAM_MODES
+
+        messages = convert_to_messages(body["messages"])
+        run = {"configurable": {"thread_id": thread}}
+        t0, first = time.perf_counter(), None
+        async for mode, part in floors[shape].astream(
+            {"prompt": messages}, run, stream_mode=_STREAM_MODES
+        ):
+            if mode == "messages" and part[0].content and first is None:
+                first = (time.perf_counter() - t0) * 1e3
+        return first
 
     async def run() -> list[dict[str, Any]]:
         rag = open_agent(
@@ -420,6 +475,14 @@ def run_ttft(
                 row["direct_model_ttft_ms"] = (
                     await direct_ttft(answer.body) if answer is not None else None
                 )
+                for shape in FLOOR_SHAPES:
+                    floor_ms = (
+                        await floor_ttft(shape, answer.body, config["configurable"]["thread_id"])
+                        if answer is not None
+                        else None
+                    )
+                    if floor_ms is not None and row["direct_model_ttft_ms"] is not None:
+                        row[f"floor_{shape}_overhead_ms"] = floor_ms - row["direct_model_ttft_ms"]
                 if row["ttft_ms"] is not None and row["direct_model_ttft_ms"] is not None:
                     row["overhead_vs_direct_ms"] = (
                         row["ttft_ms"] - row["retrieval_ms"] - row["direct_model_ttft_ms"]
@@ -438,6 +501,10 @@ def run_ttft(
     way_back = [r["way_back_ms"] for r in rows if r["way_back_ms"] is not None]
     direct_ms = [r["direct_model_ttft_ms"] for r in rows if r["direct_model_ttft_ms"]]
     vs_direct = [r["overhead_vs_direct_ms"] for r in rows if "overhead_vs_direct_ms" in r]
+    floor_ms = {
+        shape: [r[f"floor_{shape}_overhead_ms"] for r in rows if f"floor_{shape}_overhead_ms" in r]
+        for shape in FLOOR_SHAPES
+    }
     return {
         "turns": len(rows),
         "first_token_delay_ms": round(delay * 1e3, 1),
@@ -452,6 +519,7 @@ def run_ttft(
         else None,
         "direct_model_ttft_ms_p50": _p50(direct_ms),
         "overhead_vs_direct_ms_p50": _p50(vs_direct),
+        **{f"floor_{shape}_overhead_ms_p50": _p50(ms) for shape, ms in floor_ms.items()},
         "tokens_before_grade_request": sum(r["token_before_grade"] for r in rows),
         "turns_with_grade_request": sum(r["grade_requested"] for r in rows),
         "turns_without_tokens": sum(r["ttft_ms"] is None for r in rows),
