@@ -103,10 +103,10 @@ def test_read_memory_fired_shape_and_state(docs_agent: Callable[..., Any]) -> No
     teach(rag, "alice", '"kill" is called "terminate" in these documents', "How do I kill it?")
     state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
     (event,) = trace_events(state, "read_memory")
-    assert event["memories"] == f"{SEARCH_HINTS_PREFIX}- {FACT}"
+    assert event["memories"] == f"- {FACT}"  # the spec's shape: the recalled text only
     assert event["n_kept"] == 1 and event["n_scanned"] == 2 and event["threshold"] == 0.7
     assert event["items"][0]["kind"] == "search_fact" and event["items"][0]["text"] == FACT
-    assert state.memory_context == event["memories"]
+    assert state.memory_context == f"{SEARCH_HINTS_PREFIX}- {FACT}"  # what the prompt got
     assert state.memories[0]["text"] == FACT
 
 

@@ -314,7 +314,9 @@ class Nodes:
         ]
         event: dict[str, Any] = {
             "node": "read_memory",
-            "memories": context,
+            # What was recalled, one "- " line each (the spec's shape); the prompt's wording
+            # around it is in memory_context.
+            "memories": "\n".join(f"- {h.text}" for h in [*kept, *preferences]),
             "items": items,
             "n_kept": len(items),
             "n_facts": len(kept),
