@@ -230,6 +230,24 @@ def test_offline_rules_store_and_apply_a_preference(
     assert [m for m in rag.list_memories("frank") if m["kind"] == "preference"] == []
 
 
+def test_offline_a_changed_preference_replaces_the_old_one_however_it_is_worded(
+    make_agent: Callable[..., Any], sample_docs: Path
+) -> None:
+    rag = make_agent("offline-change", memory_store=InMemoryStore())
+    rag.add_documents(sample_docs, progress=False)
+    rag.invoke("Answer in French from now on. What is LF-409?", cfg("gus"))
+    for statement, language in [
+        ("Actually, answer in German from now on. What is LF-409?", "German"),
+        ("OK so reply in Spanish instead, thanks.", "Spanish"),
+        ("Sorry, I prefer answers in Italian.", "Italian"),
+    ]:
+        rag.invoke(statement, cfg("gus"))
+        later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+        assert later.memory_context.endswith(f"- Answer in {language}."), (statement, later.trace)
+        kept = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+        assert kept == [f"Answer in {language}."], statement
+
+
 # Every example sentence of the offline rules table in docs/memory.md, and what the answer
 # prompt of the user's next turn must then carry.
 DOCUMENTED_EXAMPLES = {

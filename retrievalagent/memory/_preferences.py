@@ -85,10 +85,19 @@ class Preference:
     instruction: str
 
 
-_LEAD = r"(?:(?:please|kindly|from now on|always|going forward|in future|in the future)[,\s]+)*"
+# Words people put around a request without changing it ("Actually, answer in German
+# instead.", "OK so from now on reply in French, thanks").
+_LEAD = (
+    r"(?:(?:please|kindly|from now on|always|going forward|in future|in the future|actually|"
+    r"ok|okay|well|also|and|so|oh|hey|hi|now|no|sorry|correction|wait|hmm|um|just|instead|"
+    r"then|on second thought|by the way|btw|one more thing|change of plans?)[,:;\s]+)*"
+)
 _ANSWERS = r"(?:answers?|replies|reply|responses?|explanations?)"
 _RESPOND = r"(?:answer|reply|respond|write|talk|speak|explain(?: things)?)"
-_TAIL = r"(?:[,\s]+(?:please|from now on|in future|in the future|going forward|thanks|thank you))*"
+_TAIL = (
+    r"(?:[,\s]+(?:please|from now on|in future|in the future|going forward|thanks|thank you|"
+    r"instead|now|then|too|as well|again|for me|if you can|if possible))*"
+)
 _LANG = r"(?P<language>[A-Za-z]+)"
 
 
