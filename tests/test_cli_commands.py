@@ -79,6 +79,37 @@ def test_ingest_then_ask_with_a_trace_tree(runner: CliRunner, notes: Path) -> No
     assert "└── write_memory" in out
 
 
+def test_ask_says_when_the_documents_may_not_cover_the_question(
+    runner: CliRunner, notes: Path
+) -> None:
+    assert invoke(runner, "ingest", str(notes), "-c", "cover").exit_code == 0
+    covered = invoke(runner, "ask", "What does LF-409 mean?", "-c", "cover")
+    assert "insufficient" not in covered.stdout
+    off_topic = invoke(runner, "ask", "What is the capital of France?", "-c", "cover")
+    assert off_topic.exit_code == 0, off_topic.output
+    assert "judged this answer insufficient (confidence" in off_topic.stdout
+    assert "may not cover the question" in off_topic.stdout
+
+
+def test_an_empty_collection_name_is_refused_not_replaced_by_the_default(
+    runner: CliRunner, notes: Path
+) -> None:
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0  # into the default collection
+    for command in (["sources", "-c", ""], ["ask", "What is LF-409?", "-c", ""]):
+        result = invoke(runner, *command)
+        assert result.exit_code == 1, (command, result.output)
+        assert "collection=''" in result.output and "errors.md" not in result.output
+
+
+def test_sources_of_an_empty_collection_say_so(runner: CliRunner, notes: Path) -> None:
+    empty = notes / "empty"
+    empty.mkdir()
+    assert invoke(runner, "ingest", str(empty), "-c", "nothing").exit_code == 0
+    listed = invoke(runner, "sources", "-c", "nothing")
+    assert listed.exit_code == 0 and listed.stdout == ""
+    assert "collection 'nothing' holds no sources yet" in listed.stderr
+
+
 def test_collection_defaults_to_rag_collection(
     runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,7 +97,7 @@ def _working(message: str) -> Iterator[None]:
 
 
 def _collection(collection: str | None) -> str:
-    if collection:
+    if collection is not None:  # given, even as "": checked by name, never the default
         return collection
     from retrievalagent import Settings
 
@@ -154,6 +154,15 @@ def _print_answer(result: Any, root: str | None = None, trace: bool = False) -> 
                 f"[dim](score {src['score']:.3f})[/]",
                 soft_wrap=True,
             )
+    grade = result.get("grade") or {}
+    if grade.get("sufficient") is False:
+        confidence = grade.get("confidence")
+        how = f" (confidence {confidence:.2f})" if isinstance(confidence, (int, float)) else ""
+        console.print(
+            f"[yellow]the agent judged this answer insufficient{how}: your documents may not "
+            "cover the question[/]",
+            soft_wrap=True,
+        )
     if not result.get("llm_used"):
         console.print(
             "[dim]offline mode: an extractive answer from the passages; no LLM was used[/]"
@@ -384,8 +393,11 @@ def sources(
 ) -> None:
     """List the indexed sources and their chunk counts."""
     with _errors(), _agent(collection, None, backend_url, data_dir, must_exist=True) as rag:
-        for source, count in sorted(rag.sources().items()):
+        indexed = rag.sources()
+        for source, count in sorted(indexed.items()):
             console.print(f"{count:6d}  {escape(_display_path(source))}", soft_wrap=True)
+        if not indexed:
+            err.print(f"[dim]collection {rag.collection!r} holds no sources yet[/]")
 
 
 @app.command()
