@@ -145,7 +145,7 @@ def make_searcher(
         embedder,
         encoder,
         fuser,
-        settings.fetch_k,
+        max(settings.fetch_k, settings.top_k),  # fewer candidates could not fill top_k
         reranker=reranker,
         rerank_k=settings.rerank_k,
     )

@@ -712,6 +712,23 @@ class RetrievalAgent:
         self.close()
 
 
+def _trace_log(path: Path | str | None) -> TraceLog | None:
+    """The trace file, refused now if it can never be written (not at the first turn's end)."""
+    if not path:
+        return None
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise ConfigError(
+            f"trace_file (RAG_TRACE_FILE) {str(target)!r} is a folder; give a file path"
+        )
+    if target.parent.exists() and not target.parent.is_dir():
+        raise ConfigError(
+            f"trace_file (RAG_TRACE_FILE) {str(target)!r} is inside {str(target.parent)!r}, "
+            "which is a file, not a folder"
+        )
+    return TraceLog(target)
+
+
 def init_agent(
     collection: str,
     *,
@@ -815,7 +832,7 @@ def init_agent(
             rewriter=roles.rewriter,
             memory=memory_backend,
             writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),
-            trace_log=TraceLog(Path(cfg.trace_file)) if cfg.trace_file else None,
+            trace_log=_trace_log(cfg.trace_file),
             collection=collection,
             titler=_build.make_titler(chat_model, cfg, saver),
             inline=roles.inline,

@@ -124,7 +124,11 @@ class Settings:
     # retrieval
     top_k: int = _count("RAG_TOP_K", 5, "Passages given to the answer.", 1, 100)
     fetch_k: int = _count(
-        "RAG_FETCH_K", 50, "Candidates each retriever returns before fusion.", 1, 1000
+        "RAG_FETCH_K",
+        50,
+        "Candidates each retriever returns before fusion (at least `top_k`).",
+        1,
+        1000,
     )
     fusion: str = _knob(
         "RAG_FUSION",

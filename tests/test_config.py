@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +133,19 @@ def test_agent_exposes_its_settings(make_agent, monkeypatch: pytest.MonkeyPatch)
     assert rag.model is None and rag.offline
     assert rag.embeddings is not None
     assert rag.graph is not None
+
+
+def test_a_fetch_k_below_top_k_still_fills_top_k(
+    make_agent: Callable[..., Any], sample_docs: Path
+) -> None:
+    rag = make_agent("few-candidates", fetch_k=1, top_k=5)
+    rag.add_documents(sample_docs, progress=False)
+    assert len(rag.search("How long are snapshots kept?")) == 5
+    assert len(rag.invoke("How long are snapshots kept?").sources) == 5
+
+
+def test_a_trace_file_that_cannot_be_a_file_is_refused_by_name(tmp_path: Path) -> None:
+    for bad in (tmp_path, tmp_path / "a-file" / "trace.jsonl"):
+        (tmp_path / "a-file").write_text("x")
+        with pytest.raises(ConfigError, match="RAG_TRACE_FILE"):
+            init_agent("t", backend_url=":memory:", trace_file=bad)
