@@ -14,6 +14,7 @@ looping symlinks) are skipped; an empty file is indexed as a source with no chun
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
@@ -125,15 +126,39 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
             raw = path.read_bytes()
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if b"\x00" in raw[:8192]:
+        text = _decode_with_bom(raw)
+        if text is None and b"\x00" in raw[:8192]:
             raise IngestError(
-                f"cannot ingest {path}: it looks like a binary file (NUL bytes), not {kind} text"
+                f"cannot ingest {path}: it looks like a binary file (NUL bytes), not text"
             )
-        text = decode_text(raw, path)
+        if text is None:
+            text = decode_text(raw, path)
     return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
 
 
 _NOT_UTF8 = re.compile(r"[\udc80-\udcff]")
+
+# UTF-32 first: its little-endian BOM starts with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _decode_with_bom(raw: bytes) -> str | None:
+    """``raw`` decoded as UTF-16 or UTF-32 when it starts with that encoding's byte order
+    mark (as Notepad writes) and decodes cleanly to text without NUL characters, else
+    ``None`` (then it is read like any other file, and NUL bytes mean binary)."""
+    encoding = next((enc for bom, enc in _BOMS if raw.startswith(bom)), None)
+    if encoding is None:
+        return None
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:  # a BOM by chance: binary data, or not that encoding
+        return None
+    return None if "\x00" in text[:8192] else text
 
 
 def decode_text(raw: bytes, path: Path | str) -> str:
