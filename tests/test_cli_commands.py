@@ -209,6 +209,20 @@ def test_a_damaged_index_is_one_line_and_rebuild_recovers(runner: CliRunner, not
     assert rebuilt.exit_code == 0 and "2 new" in rebuilt.stdout
 
 
+def test_a_data_dir_that_is_a_file_is_a_short_error_without_rebuild_advice(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("precious\n")
+    result = invoke(runner, "ingest", str(notes), "--data-dir", str(afile))
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"error: cannot open the index at {afile / 'docs' / 'index'}: ")
+    assert "not a folder" in first and f"data dir {afile} (--data-dir" in first
+    assert "--rebuild" not in result.stderr and "delete" not in result.stderr
+    assert afile.read_text() == "precious\n"
+
+
 def test_an_unreachable_qdrant_server_is_a_short_error(
     runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

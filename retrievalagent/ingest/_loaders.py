@@ -126,13 +126,12 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
             raw = path.read_bytes()
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        text = _decode_with_bom(raw)
-        if text is None and b"\x00" in raw[:8192]:
+        unicode = _decode_with_bom(raw)
+        if unicode is None and b"\x00" in raw[:8192]:
             raise IngestError(
                 f"cannot ingest {path}: it looks like a binary file (NUL bytes), not text"
             )
-        if text is None:
-            text = decode_text(raw, path)
+        text = decode_text(raw, path) if unicode is None else unicode
     return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
 
 
