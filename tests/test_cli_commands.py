@@ -209,6 +209,20 @@ def test_a_damaged_index_is_one_line_and_rebuild_recovers(runner: CliRunner, not
     assert rebuilt.exit_code == 0 and "2 new" in rebuilt.stdout
 
 
+def test_ingesting_a_missing_path_creates_no_collection(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    import os
+
+    missing = tmp_path / "nope"
+    failed = invoke(runner, "ingest", str(notes), str(missing), "-c", "ghost")
+    assert failed.exit_code == 1
+    assert f"error: cannot ingest {missing}: no such file or folder" in failed.stderr
+    assert not (Path(os.environ["RAG_DATA_DIR"]) / "ghost").exists()
+    asked = invoke(runner, "ask", "hello?", "-c", "ghost")
+    assert asked.exit_code == 1 and "collection 'ghost' does not exist" in asked.stderr
+
+
 def test_a_data_dir_that_is_a_file_is_a_short_error_without_rebuild_advice(
     runner: CliRunner, notes: Path, tmp_path: Path
 ) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "SUFFIXES",
     "Inputs",
     "SourceDoc",
+    "check_paths_exist",
     "decode_text",
     "expand_inputs",
     "read_inputs",
@@ -214,6 +215,25 @@ def _exists(text: str) -> bool:
         return False
 
 
+def _missing(path: Path) -> IngestError:
+    return IngestError(f"cannot ingest {path}: no such file or folder")
+
+
+def check_paths_exist(items: Any) -> None:
+    """Raise the ``IngestError`` :func:`read_inputs` would for the first of ``items`` that
+    names a path that does not exist, without reading any file: a command can refuse such
+    an ingest before it creates a collection."""
+    for item in _item_list(items):
+        if isinstance(item, str | os.PathLike):
+            path = _as_path(item)
+            try:
+                exists = path is None or os.path.lexists(path.expanduser())
+            except (ValueError, RuntimeError):  # NUL byte, "~user" unknown: read_inputs says
+                continue
+            if not exists and path is not None:
+                raise _missing(path.expanduser())
+
+
 def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
     try:
         path = path.expanduser()
@@ -225,7 +245,7 @@ def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
     elif is_file:
         yield _read_file(path, metadata)
     elif not exists:
-        raise IngestError(f"cannot ingest {path}: no such file or folder")
+        raise _missing(path)
     elif path.is_symlink():
         try:
             path.resolve(strict=True)
