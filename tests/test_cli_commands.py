@@ -240,6 +240,34 @@ def test_a_damaged_index_is_one_line_and_rebuild_recovers(runner: CliRunner, not
     assert rebuilt.exit_code == 0 and "2 new" in rebuilt.stdout
 
 
+def test_ingesting_a_missing_path_creates_no_collection(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    import os
+
+    missing = tmp_path / "nope"
+    failed = invoke(runner, "ingest", str(notes), str(missing), "-c", "ghost")
+    assert failed.exit_code == 1
+    assert f"error: cannot ingest {missing}: no such file or folder" in failed.stderr
+    assert not (Path(os.environ["RAG_DATA_DIR"]) / "ghost").exists()
+    asked = invoke(runner, "ask", "hello?", "-c", "ghost")
+    assert asked.exit_code == 1 and "collection 'ghost' does not exist" in asked.stderr
+
+
+def test_a_data_dir_that_is_a_file_is_a_short_error_without_rebuild_advice(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("precious\n")
+    result = invoke(runner, "ingest", str(notes), "--data-dir", str(afile))
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"error: cannot open the index at {afile / 'docs' / 'index'}: ")
+    assert "not a folder" in first and f"data dir {afile} (--data-dir" in first
+    assert "--rebuild" not in result.stderr and "delete" not in result.stderr
+    assert afile.read_text() == "precious\n"
+
+
 def test_an_unreachable_qdrant_server_is_a_short_error(
     runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -251,3 +251,67 @@ def test_a_file_left_partial_by_an_older_version_is_not_called_unchanged(
     report = rag.add_documents(faq)
     assert report.unchanged_sources == 0 and report.replaced_sources == 1
     assert snapshot(rag) == whole
+
+
+def _no_damage_advice(message: str) -> None:
+    assert "--rebuild" not in message and "delete" not in message and "damaged" not in message
+    assert "\n" not in message
+
+
+def test_a_data_dir_that_is_a_file_is_named_not_called_damaged(tmp_path: Path, minilm) -> None:
+    from retrievalagent import VectorIndexError, init_agent
+
+    precious = tmp_path / "notes.txt"
+    precious.write_text("precious\n")
+    with pytest.raises(VectorIndexError) as error:
+        with init_agent("docs", embeddings=minilm, data_dir=precious) as rag:
+            rag.add_documents("The zorblax widget rotates keys.")
+    message = str(error.value)
+    assert "not a folder" in message and "Not a directory" in message
+    assert f"data dir {precious} (--data-dir / RAG_DATA_DIR)" in message
+    _no_damage_advice(message)
+    assert precious.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize(
+    ("cause", "reason"),
+    [
+        (OSError(30, "Read-only file system"), "read-only"),
+        (PermissionError(13, "Permission denied"), "permission denied"),
+        (
+            RuntimeError(  # what the engine raises for a healthy index on a read-only mount
+                "Service runtime error: failed to load segment /d/c/index/segments/x: Service "
+                "runtime error: Failed to open mmap payload storage: Read-only file system "
+                "(os error 30)"
+            ),
+            "read-only",
+        ),
+    ],
+)
+def test_an_index_the_os_will_not_open_is_not_called_damaged(
+    tmp_path: Path, cause: BaseException, reason: str
+) -> None:
+    from retrievalagent import VectorIndexError
+    from retrievalagent.retrieval._edge import _engine_errors
+
+    index = tmp_path / "data" / "docs" / "index"
+    index.mkdir(parents=True)
+    with pytest.raises(VectorIndexError) as error, _engine_errors(index):
+        raise cause
+    message = str(error.value)
+    assert message.startswith(f"cannot open the index at {index}: ") and reason in message
+    assert f"data dir {tmp_path / 'data'} (--data-dir / RAG_DATA_DIR)" in message
+    _no_damage_advice(message)
+
+
+def test_a_file_missing_inside_an_index_is_still_called_damaged(tmp_path: Path) -> None:
+    from retrievalagent import VectorIndexError
+    from retrievalagent.retrieval._edge import _engine_errors
+
+    index = tmp_path / "docs" / "index"
+    index.mkdir(parents=True)
+    with pytest.raises(VectorIndexError) as error, _engine_errors(index):
+        raise RuntimeError(
+            f"failed to open {index}/segments/x/status.dat: No such file (os error 2)"
+        )
+    assert "may be damaged" in str(error.value) and "--rebuild" in str(error.value)

@@ -315,6 +315,33 @@ def test_binary_file_is_refused(ingest_agent: Any, tmp_path: Path) -> None:
     assert ingest_agent.count() == 0
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_text_with_a_utf16_or_utf32_bom_is_indexed_with_its_folder(
+    ingest_agent: Any, tmp_path: Path, encoding: str
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nThe zorblax widget rotates keys.\n")
+    bom = "\ufeffNotepad file: quux listens on port 8123.\r\nCafé crème.\r\n"
+    (folder / "notepad.txt").write_bytes(bom.encode(encoding))  # as Notepad writes it
+    report = ingest_agent.add_documents(folder)
+    assert report.new_sources == 2
+    hit = ingest_agent.search("which port does quux listen on", top_k=1)[0]
+    assert hit["source"].endswith("notepad.txt")
+    assert "quux listens on port 8123" in hit["text"] and "Café crème" in hit["text"]
+    assert "\ufeff" not in hit["text"]
+
+
+def test_binary_file_error_names_it_once(ingest_agent: Any, tmp_path: Path) -> None:
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"\xff\xfe\x00\x00\x00\x00" + os.urandom(64))  # a BOM, then NULs
+    with pytest.raises(IngestError) as raised:
+        ingest_agent.add_documents(binary)
+    assert str(raised.value) == (
+        f"cannot ingest {binary}: it looks like a binary file (NUL bytes), not text"
+    )
+
+
 def test_latin1_text_is_read(ingest_agent: Any, tmp_path: Path) -> None:
     old = tmp_path / "old.txt"
     old.write_bytes("Caf\xe9 cr\xe8me on port 7311.".encode("latin-1"))

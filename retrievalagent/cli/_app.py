@@ -241,6 +241,7 @@ def ingest(
 ) -> None:
     """Index documents into a collection (unchanged files are skipped; a folder is mirrored)."""
     from retrievalagent import IngestInterrupted
+    from retrievalagent.ingest import check_paths_exist
 
     with _errors():
         metadata = {}
@@ -249,6 +250,7 @@ def ingest(
             if not sep or not key:
                 raise typer.BadParameter(f"--meta expects key=value, got {item!r}")
             metadata[key] = value
+        check_paths_exist(paths)  # before the collection is created: a typo creates nothing
         if rebuild:
             _drop_embedded_index(collection, backend_url, data_dir)
         with _agent(collection, None, backend_url, data_dir) as rag:

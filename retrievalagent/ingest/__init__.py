@@ -4,6 +4,7 @@ from retrievalagent.ingest._chunking import Chunk, Section, chunk_sections, spli
 from retrievalagent.ingest._loaders import (
     SUFFIXES,
     SourceDoc,
+    check_paths_exist,
     expand_inputs,
     read_inputs,
     source_key,
@@ -18,6 +19,7 @@ __all__ = [
     "Ingestor",
     "Section",
     "SourceDoc",
+    "check_paths_exist",
     "chunk_sections",
     "expand_inputs",
     "read_inputs",

@@ -14,6 +14,7 @@ looping symlinks) are skipped; an empty file is indexed as a source with no chun
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
@@ -33,6 +34,7 @@ __all__ = [
     "SUFFIXES",
     "Inputs",
     "SourceDoc",
+    "check_paths_exist",
     "decode_text",
     "expand_inputs",
     "read_inputs",
@@ -125,15 +127,38 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
             raw = path.read_bytes()
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        if b"\x00" in raw[:8192]:
+        unicode = _decode_with_bom(raw)
+        if unicode is None and b"\x00" in raw[:8192]:
             raise IngestError(
-                f"cannot ingest {path}: it looks like a binary file (NUL bytes), not {kind} text"
+                f"cannot ingest {path}: it looks like a binary file (NUL bytes), not text"
             )
-        text = decode_text(raw, path)
+        text = decode_text(raw, path) if unicode is None else unicode
     return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
 
 
 _NOT_UTF8 = re.compile(r"[\udc80-\udcff]")
+
+# UTF-32 first: its little-endian BOM starts with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _decode_with_bom(raw: bytes) -> str | None:
+    """``raw`` decoded as UTF-16 or UTF-32 when it starts with that encoding's byte order
+    mark (as Notepad writes) and decodes cleanly to text without NUL characters, else
+    ``None`` (then it is read like any other file, and NUL bytes mean binary)."""
+    encoding = next((enc for bom, enc in _BOMS if raw.startswith(bom)), None)
+    if encoding is None:
+        return None
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:  # a BOM by chance: binary data, or not that encoding
+        return None
+    return None if "\x00" in text[:8192] else text
 
 
 def decode_text(raw: bytes, path: Path | str) -> str:
@@ -190,6 +215,25 @@ def _exists(text: str) -> bool:
         return False
 
 
+def _missing(path: Path) -> IngestError:
+    return IngestError(f"cannot ingest {path}: no such file or folder")
+
+
+def check_paths_exist(items: Any) -> None:
+    """Raise the ``IngestError`` :func:`read_inputs` would for the first of ``items`` that
+    names a path that does not exist, without reading any file: a command can refuse such
+    an ingest before it creates a collection."""
+    for item in _item_list(items):
+        if isinstance(item, str | os.PathLike):
+            path = _as_path(item)
+            try:
+                exists = path is None or os.path.lexists(path.expanduser())
+            except (ValueError, RuntimeError):  # NUL byte, "~user" unknown: read_inputs says
+                continue
+            if not exists and path is not None:
+                raise _missing(path.expanduser())
+
+
 def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
     try:
         path = path.expanduser()
@@ -201,7 +245,7 @@ def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
     elif is_file:
         yield _read_file(path, metadata)
     elif not exists:
-        raise IngestError(f"cannot ingest {path}: no such file or folder")
+        raise _missing(path)
     elif path.is_symlink():
         try:
             path.resolve(strict=True)

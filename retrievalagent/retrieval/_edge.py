@@ -15,7 +15,9 @@ one).
 
 from __future__ import annotations
 
+import errno
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -98,6 +100,43 @@ def _count(shard: qe.EdgeShard, flt: qe.Filter | None) -> int:
     return int(shard.count(qe.CountRequest(filter=flt, exact=True)))
 
 
+#: OS errors that say the index cannot be reached where it is, not that it is damaged.
+_ACCESS_ERRORS = {
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.ENOENT: "a part of the path does not exist",
+}
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def _access_errno(exc: BaseException, path: Path) -> int | None:
+    """The errno of ``exc`` (an ``OSError`` or an engine error quoting "(os error N)") when
+    it is a permission, read-only, not-a-folder or missing-path error, else ``None``. A
+    file missing inside an index folder that is there is damage, not a missing path."""
+    codes = [exc.errno] if isinstance(exc, OSError) else []
+    codes += [int(code) for code in _OS_ERROR.findall(str(exc))]
+    for code in codes:
+        if code == errno.ENOENT and path.is_dir():
+            continue
+        if code in _ACCESS_ERRORS:
+            return code
+    return None
+
+
+def access_error(path: Path, code: int, detail: str) -> VectorIndexError:
+    """The one-line error for an index that the OS will not let us open (``code``, an
+    errno of :data:`_ACCESS_ERRORS`): it names the cause, the path and the setting, and
+    says the index was left as it is (never "delete it": it is likely healthy)."""
+    data_dir = path.parent.parent if path.name == "index" else path.parent
+    return VectorIndexError(
+        f"cannot open the index at {path}: {_ACCESS_ERRORS[code]} ({detail}); the embedded "
+        f"index needs a folder it can read and write, even to answer: check the data dir "
+        f"{data_dir} (--data-dir / RAG_DATA_DIR); nothing in it was changed"
+    )
+
+
 @contextmanager
 def _engine_errors(path: Path) -> Iterator[None]:
     """The engine's Rust panics (``BaseException``\\ s, ~200-line backtraces) as one line."""
@@ -109,9 +148,14 @@ def _engine_errors(path: Path) -> Iterator[None]:
         if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
             raise
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        error = VectorIndexError(
-            f"the index at {path} cannot be opened or read ({first}); it may be damaged: "
-            f"rebuild it (retrievalagent ingest ... --rebuild) or delete the folder {path}"
+        code = _access_errno(exc, path)
+        error = (
+            access_error(path, code, first)
+            if code is not None
+            else VectorIndexError(
+                f"the index at {path} cannot be opened or read ({first}); it may be damaged: "
+                f"rebuild it (retrievalagent ingest ... --rebuild) or delete the folder {path}"
+            )
         )
         error.__cause__ = exc  # kept for --debug, not printed as a chained traceback
         error.__suppress_context__ = True
@@ -164,7 +208,8 @@ class EdgeIndex:
                 )
         except VectorIndexError as exc:
             cause = str(exc.__cause__ or exc)
-            if "WouldBlock" in cause or "lock" in cause.lower():
+            locked = "WouldBlock" in cause or "lock" in cause.lower()
+            if locked and _access_errno(exc.__cause__ or exc, self.path) is None:
                 raise IndexLockedError(
                     f"the index at {self.path} is open in another process; close that process "
                     "or use a Qdrant server (backend_url='http://...') to share an index"
@@ -208,6 +253,9 @@ class EdgeIndex:
         try:
             stored = json.loads(config_file.read_text())["vectors"][DENSE]["size"]
         except (OSError, KeyError, ValueError) as exc:
+            code = _access_errno(exc, self.path)
+            if code is not None:
+                raise access_error(self.path, code, str(exc)) from exc
             raise VectorIndexError(
                 f"the index at {self.path} is not a retrievalagent index: {exc}"
             ) from exc
