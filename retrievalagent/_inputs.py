@@ -5,8 +5,11 @@ says what is wrong, never a failure deep inside the embedder, a checkpointer or 
 
 * A question must be a string; it is trimmed, control characters other than tab and
   newline become spaces (they break JSON columns in PostgreSQL and tokenizers alike),
-  unpaired surrogates become U+FFFD, and the result must be non-empty and at most
-  ``max_question_chars`` characters (default 8000, ``RAG_MAX_QUESTION_CHARS``).
+  unpaired surrogates become U+FFFD, the text is NFKC-normalised (fullwidth ``ＬＦ-４０９``
+  becomes ``LF-409``, ligatures and compatibility forms their plain letters, as the
+  corpus is usually written), and the result must be non-empty and at most
+  ``max_question_chars`` characters (default 8000, ``RAG_MAX_QUESTION_CHARS``). The
+  cleaned question is the one searched, shown to the model and echoed in the state.
 * A user id or thread id must be a string (an int or UUID is turned into one) of at most
   256 characters with no control characters. Separators such as ``.`` and ``/`` are allowed;
   memory backends escape them where their storage gives them a meaning.
@@ -15,6 +18,7 @@ says what is wrong, never a failure deep inside the embedder, a checkpointer or 
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from typing import Any
 
@@ -42,7 +46,8 @@ def clean_question(question: Any, max_chars: int) -> str:
             f"question is {len(text)} characters long; the limit is {max_chars} "
             "(setting max_question_chars, env RAG_MAX_QUESTION_CHARS)"
         )
-    text = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", _INVISIBLE.sub("", text))).strip()
+    text = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", _INVISIBLE.sub("", text)))
+    text = unicodedata.normalize("NFKC", text).strip()
     if not text:
         raise ConfigError(
             "question must be a non-empty string (it is empty, or only whitespace or "

@@ -379,16 +379,42 @@ class RetrievalAgent:
         k: int | None = None,
         top_k: int | None = None,
         filter: Mapping[str, Any] | None = None,
+        search_kwargs: Mapping[str, Any] | None = None,
     ) -> HybridRetriever:
         """A LangChain ``BaseRetriever`` over the same hybrid search.
 
         ``k`` and ``top_k`` are one setting (default: ``settings.top_k``); both, and
-        ``filter``, may also be given per call: ``retriever.invoke(question, k=1)``. The
-        documents keep the metadata they were ingested with; the chunk id is
-        ``Document.id`` and the library's fields are under ``metadata["retrievalagent"]``.
+        ``filter``, may also be given per call: ``retriever.invoke(question, k=1)``. As with
+        LangChain's ``VectorStore.as_retriever``, they may instead come in
+        ``search_kwargs={"k": 2, "filter": {...}}`` (``top_k`` too); any other key there is a
+        ``ConfigError`` naming it. The documents keep the metadata they were ingested with;
+        the chunk id is ``Document.id`` and the library's fields are under
+        ``metadata["retrievalagent"]``.
         """
+        given: dict[str, Any] = {"k": k, "top_k": top_k, "filter": filter}
+        if search_kwargs is not None:
+            if not isinstance(search_kwargs, Mapping):
+                raise ConfigError(
+                    f"search_kwargs must be a dict, not {type(search_kwargs).__name__}"
+                )
+            unknown = sorted(str(key) for key in search_kwargs if key not in given)
+            if unknown:
+                raise ConfigError(
+                    f"search_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
+                    "accepted: 'k', 'top_k', 'filter'"
+                )
+            for key, value in search_kwargs.items():
+                if given[key] is not None and value is not None and given[key] != value:
+                    raise ConfigError(
+                        f"{key} given twice with different values ({given[key]!r} and "
+                        f"search_kwargs[{key!r}]={value!r})"
+                    )
+                if value is not None:
+                    given[key] = value
+        k, top_k, filter = given["k"], given["top_k"], given["filter"]  # now checked
         if k is not None and top_k is not None and k != top_k:
             raise ConfigError(f"give k or top_k, not both (k={k!r}, top_k={top_k!r})")
+        self._components.searcher.conditions(filter)  # validate now, with a clear error
         count = k if k is not None else top_k
         return HybridRetriever(
             searcher=self._components.searcher,

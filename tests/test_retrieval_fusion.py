@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from langchain_core.documents import Document
 
 from retrievalagent.errors import EmbeddingModelError
 from retrievalagent.retrieval import EdgeIndex, make_fuser
@@ -34,7 +35,8 @@ def test_convex_min_max_normalises_each_list_and_mixes_them() -> None:
     # a: dense best (1.0), absent from BM25 -> 0.5; c: dense worst (0), BM25 best (1) -> 0.5
     assert scores["a"] == 0.5 and scores["c"] == 0.5
     assert scores["b"] == round(0.5 * (0.30 / 0.31), 4)  # dense near the top, BM25 bottom
-    assert [h.id for h in fused][:2] == ["a", "c"]  # tie broken toward the better dense rank
+    # the tie goes to c, which leads BM25's next by 5/12, not a, ahead of b by 0.01/0.31
+    assert [h.id for h in fused][:2] == ["c", "a"]
 
 
 def test_convex_weights_at_the_extremes_follow_one_list() -> None:
@@ -169,3 +171,75 @@ def test_preload_loads_in_the_background_and_a_failure_surfaces_later(monkeypatc
     broken._preload.join(timeout=60)
     with pytest.raises(EmbeddingModelError, match="damaged"):
         broken.embed_query("anything")
+
+
+# -- ties, exact identifiers, query normalisation, LangChain-style retriever arguments ------
+
+
+@pytest.mark.parametrize("method", ["convex", "adaptive", "rrf", "weighted_rrf"])
+def test_equal_scores_come_out_in_one_order_whatever_order_the_engine_gave(method: str) -> None:
+    # Two indexes of the same documents may return equal scores in different orders.
+    dense = hits(("a", 0.9), ("b", 0.5))
+    one = hits(("x", 4.0), ("y", 4.0), ("z", 4.0), ("w", 1.0))
+    other = hits(("z", 4.0), ("x", 4.0), ("y", 4.0), ("w", 1.0))
+    fuser = make_fuser(method, dense_weight=0.3)
+    first, second = fuser(dense, one), fuser(dense, other)
+    view = [(h.id, h.score, h.dense_rank, h.lexical_rank) for h in first]
+    assert view == [(h.id, h.score, h.dense_rank, h.lexical_rank) for h in second]
+    assert [h.id for h in first if h.id in "xyz"] == ["x", "y", "z"]
+
+
+def test_a_sole_bm25_hit_wins_its_tie_with_a_narrow_dense_top() -> None:
+    # "c" is the only passage with the query's rare term; "a" tops the dense list by a hair.
+    dense = hits(("a", 0.52), ("b", 0.51), ("d", 0.30))
+    fused = make_fuser("convex", dense_weight=0.5)(dense, hits(("c", 7.5)))
+    assert [(h.id, h.score) for h in fused[:2]] == [("c", 0.5), ("a", 0.5)]
+
+
+def test_an_identifier_found_in_one_chunk_is_the_top_hit(make_agent) -> None:
+    # fetch_k=3 of 10 passages: the ID's passage is outside the dense list, so its fused
+    # score (sole BM25 hit: 0.5) ties with the dense top that has no BM25 match (0.5).
+    agent = make_agent("fusion-exact-id", fetch_k=3)
+    docs = [f"# INC-{n}\n\nIncident INC-{n} was closed." for n in (48210, 48211, 48214, 48219)]
+    docs += [f"# Notes {i}\n\nThe garden needs water on day {i} of the week." for i in range(5)]
+    docs.append(
+        "# Kitchen\n\nThe kettle rota changed after INC-48213; the tea shelf moved upstairs "
+        "and the biscuit tin now lives beside the sink, next to the plants."
+    )
+    agent.add_documents(docs)
+    for query in ("INC-48213", "inc-48213"):
+        found = agent.search(query, top_k=3)
+        assert "INC-48213" in found[0]["text"], (query, found[:2])
+        assert found[0]["dense_rank"] is None and found[0]["lexical_rank"] == 1
+
+
+def test_a_fullwidth_query_finds_what_its_plain_form_finds(make_agent, sample_docs) -> None:
+    agent = make_agent("fusion-nfkc")
+    agent.add_documents(str(sample_docs))
+    plain = agent.search("what is LF-409?", top_k=3)
+    wide = agent.search("what is ＬＦ-４０９?", top_k=3)
+    assert plain[0]["source"].endswith("error-codes.txt")
+    assert [h["id"] for h in wide] == [h["id"] for h in plain]
+    assert agent.as_retriever(k=1).invoke("ＬＦ-４０９")[0].id == plain[0]["id"]
+
+
+def test_as_retriever_accepts_langchain_search_kwargs(make_agent) -> None:
+    from retrievalagent import ConfigError
+
+    agent = make_agent("fusion-search-kwargs")
+    agent.add_documents(
+        [
+            Document(page_content=f"The zorblax widget, model {i}, rotates keys.", metadata=m)
+            for i, m in enumerate([{"lang": "en"}, {"lang": "de"}, {"lang": "en"}])
+        ]
+    )
+    assert len(agent.as_retriever(search_kwargs={"k": 2}).invoke("zorblax")) == 2
+    only_de = agent.as_retriever(search_kwargs={"k": 3, "filter": {"lang": "de"}})
+    assert [d.metadata["lang"] for d in only_de.invoke("zorblax")] == ["de"]
+    assert agent.as_retriever(k=1, search_kwargs={"k": 1}).k == 1
+    with pytest.raises(ConfigError, match=r"'fetch_k'.*'score_threshold'"):
+        agent.as_retriever(search_kwargs={"score_threshold": 0.5, "fetch_k": 9})
+    with pytest.raises(ConfigError, match="k given twice"):
+        agent.as_retriever(k=1, search_kwargs={"k": 2})
+    with pytest.raises(ConfigError, match="search_kwargs must be a dict"):
+        agent.as_retriever(search_kwargs=[("k", 2)])  # type: ignore[arg-type]

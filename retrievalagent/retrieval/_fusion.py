@@ -9,6 +9,17 @@ and the dense list, which matches meaning, deserves more trust. On a small corpu
 ordinary words are absent, so that signal fires too often there; it is an option, not the
 default. The default method and its weight are chosen by ``bench/quality.py`` on held-out
 queries (see docs/benchmarks.md).
+
+Equal fused scores are ordered by a fixed key, so the same index content and query always
+give the same list. The first key is the hit's *lead* in each list, weighted as the
+fusion weighs the lists: how far (min-max normalised, like the fusion) its score stands
+above the next lower score there, the bottom of the list counting as 0. A token found in
+one chunk only is the sole BM25 hit (lead 1.0) while the dense list's top usually leads
+its runner-up by a hair, so the exact match wins their tie. Then the better dense rank,
+the better BM25 rank and the id decide. Each list is also put in (score desc, id) order
+first, since an engine returns equal scores in the order it stored them, which differs
+between two indexes of the same documents; ``dense_rank`` and ``lexical_rank`` count in
+that order.
 """
 
 from __future__ import annotations
@@ -35,6 +46,9 @@ class FusedHit:
     lexical_rank: int | None = None
     lexical_score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: how far it stands above the next lower score of each list (min-max scaled; ties)
+    dense_lead: float = 0.0
+    lexical_lead: float = 0.0
 
 
 class Fuser(Protocol):
@@ -57,27 +71,56 @@ class Fuser(Protocol):
     ) -> list[FusedHit]: ...
 
 
+def _ordered(hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` best first, equal scores by id (the engine's order among them is not fixed)."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))
+
+
+def _leads(hits: Sequence[Hit]) -> list[float]:
+    """Per hit of an ordered list: its min-max normalised margin over the next lower score
+    in the list (below the last one: 0); a flat list's hits all lead by 1."""
+    low, high = _bounds([h.score for h in hits])
+    out: list[float] = []
+    below = 0.0
+    for i in range(len(hits) - 1, -1, -1):
+        norm = _minmax(hits[i].score, low, high)
+        if i + 1 < len(hits) and hits[i + 1].score < hits[i].score:
+            below = _minmax(hits[i + 1].score, low, high)
+        out.append(norm - below)
+    return out[::-1]
+
+
 def _collect(dense: Sequence[Hit], lexical: Sequence[Hit]) -> dict[str, FusedHit]:
     merged: dict[str, FusedHit] = {}
-    for rank, hit in enumerate(dense, 1):
+    dense, lexical = _ordered(dense), _ordered(lexical)
+    for rank, (hit, lead) in enumerate(zip(dense, _leads(dense), strict=True), 1):
         if hit.id not in merged:
             merged[hit.id] = FusedHit(
-                hit.id, 0.0, hit.payload, dense_rank=rank, dense_score=hit.score
+                hit.id, 0.0, hit.payload, dense_rank=rank, dense_score=hit.score, dense_lead=lead
             )
-    for rank, hit in enumerate(lexical, 1):
+    for rank, (hit, lead) in enumerate(zip(lexical, _leads(lexical), strict=True), 1):
         item = merged.get(hit.id)
         if item is None:
             item = merged[hit.id] = FusedHit(hit.id, 0.0, hit.payload)
         if item.lexical_rank is None:
             item.lexical_rank, item.lexical_score = rank, hit.score
+            item.lexical_lead = lead
     return merged
 
 
-def _ranked(items: dict[str, FusedHit]) -> list[FusedHit]:
-    # Ties break toward the better dense rank, then the id, so results are deterministic.
+def _ranked(items: dict[str, FusedHit], wd: float, wl: float) -> list[FusedHit]:
+    """Best fused score first; ties to the larger weighted lead, the better dense rank, the
+    better BM25 rank, then the smaller id."""
+    last = 1 << 30
     return sorted(
         items.values(),
-        key=lambda h: (-h.score, h.dense_rank or 1 << 30, h.lexical_rank or 1 << 30, h.id),
+        key=lambda h: (
+            -h.score,
+            -(wd * h.dense_lead + wl * h.lexical_lead),
+            h.dense_rank or last,
+            h.lexical_rank or last,
+            h.id,
+        ),
     )
 
 
@@ -99,7 +142,7 @@ class RRF:
             h.score = (wd / (self.k + h.dense_rank) if h.dense_rank else 0.0) + (
                 wl / (self.k + h.lexical_rank) if h.lexical_rank else 0.0
             )
-        return _ranked(items)
+        return _ranked(items, wd, wl)
 
 
 def _minmax(score: float | None, low: float, high: float) -> float:
@@ -156,7 +199,7 @@ class Convex:
                 h.lexical_score, llo, lhi
             )
             h.extra = dict(extra)
-        return _ranked(items)
+        return _ranked(items, wd, wl)
 
 
 def make_fuser(method: str, *, rrf_k: int = 60, dense_weight: float = 0.5) -> Fuser:
