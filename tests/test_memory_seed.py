@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from retrievalagent.models import PREFERENCES_PREFIX
 from tests.seed_examples import find_block
 
 PREFERENCE = "Answer in German."
@@ -207,7 +206,8 @@ def test_a_stated_preference_reaches_every_later_answer_of_that_user(
 def test_the_pages_inspect_loop_prints_what_was_recalled(
     results: dict[str, dict[str, Any]], name: str
 ) -> None:
-    assert f"Recalled facts:\n {PREFERENCES_PREFIX}- {PREFERENCE}" in results[name]["stdout"]
+    # the spec's shape: each recalled memory as a "- " line (the prompt's header is not part)
+    assert f"Recalled facts:\n - {PREFERENCE}" in results[name]["stdout"]
 
 
 def test_combined_example_prints_nothing_recalled_then_the_preference(

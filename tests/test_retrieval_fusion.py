@@ -199,7 +199,7 @@ def test_a_sole_bm25_hit_wins_its_tie_with_a_narrow_dense_top() -> None:
 def test_an_identifier_found_in_one_chunk_is_the_top_hit(make_agent) -> None:
     # fetch_k=3 of 10 passages: the ID's passage is outside the dense list, so its fused
     # score (sole BM25 hit: 0.5) ties with the dense top that has no BM25 match (0.5).
-    agent = make_agent("fusion-exact-id", fetch_k=3)
+    agent = make_agent("fusion-exact-id", fetch_k=3, top_k=3)
     docs = [f"# INC-{n}\n\nIncident INC-{n} was closed." for n in (48210, 48211, 48214, 48219)]
     docs += [f"# Notes {i}\n\nThe garden needs water on day {i} of the week." for i in range(5)]
     docs.append(
