@@ -332,11 +332,14 @@ class RetrievalAgent:
             exists, is_dir = path.exists(), path.is_dir()
         except (OSError, ValueError):
             exists = is_dir = False
-        if not exists:
-            return [text] if text in self.index.sources() else []
+        if not exists:  # a source id, or a file deleted from disk since it was indexed
+            indexed = self.index.sources()
+            with contextlib.suppress(OSError, ValueError):
+                text = text if text in indexed else source_key(path)
+            return [text] if text in indexed else []
         resolved = source_key(path)
-        if not is_dir:
-            return [resolved]
+        if not is_dir:  # a file on disk: named only if it is indexed
+            return [resolved] if resolved in self.index.sources() else []
         if resolved in ("/", source_key(Path.home())) or len(Path(resolved).parts) < 2:
             raise ConfigError(
                 f"refusing to delete every source under {resolved!r} (a root or home folder); "

@@ -421,6 +421,10 @@ def _describe(meta: Mapping[str, Any]) -> str:
 def _parse(env_name: str, raw: str, meta: Mapping[str, Any]) -> Any:
     kind = meta["kind"]
     try:
+        if kind in (int, float) and (not raw.isascii() or "_" in raw):
+            # Python's int() and float() read "1_0" as 10 and "٥" as 5; a config value
+            # written like that is a typo, not a number.
+            raise ValueError(raw)
         if kind is int:
             return int(raw)
         if kind is float:

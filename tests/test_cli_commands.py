@@ -225,6 +225,23 @@ def test_delete_refuses_an_empty_path_and_mirrors_folders_on_ingest(
     assert invoke(runner, "delete", str(notes)).exit_code == 1  # nothing left to delete
 
 
+def test_delete_names_only_what_is_indexed(
+    runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0
+    errors = notes / "errors.md"
+    first = invoke(runner, "delete", str(errors))
+    assert first.exit_code == 0 and "deleted 1 chunk(s) of 1 source(s)" in first.stdout
+    again = invoke(runner, "delete", str(errors))  # still on disk, no longer indexed
+    assert again.exit_code == 1 and "nothing indexed" in again.stderr, again.output
+    # a file removed from disk is still found by the relative path the user typed
+    monkeypatch.chdir(notes)
+    (notes / "snapshots.md").unlink()
+    gone = invoke(runner, "delete", "snapshots.md")
+    assert gone.exit_code == 0 and "of 1 source(s)" in gone.stdout, gone.output
+    assert invoke(runner, "sources").stdout == ""
+
+
 def test_a_damaged_index_is_one_line_and_rebuild_recovers(runner: CliRunner, notes: Path) -> None:
     import os
 

@@ -43,6 +43,9 @@ def test_env_vars_are_read_and_explicit_arguments_win() -> None:
         ({"RAG_MEMORY_STORAGE_THRESHOLD": "1.5"}, "RAG_MEMORY_STORAGE_THRESHOLD"),
         ({"RAG_TOP_K": "0"}, "RAG_TOP_K"),
         ({"RAG_TOP_K": "2.5"}, "RAG_TOP_K"),
+        ({"RAG_TOP_K": "1_0"}, "RAG_TOP_K"),  # Python's int() would read 10
+        ({"RAG_TOP_K": "\u0665"}, "RAG_TOP_K"),  # an Arabic-Indic 5
+        ({"RAG_MEMORY_RELEVANCE_THRESHOLD": "0.7_5"}, "RAG_MEMORY_RELEVANCE_THRESHOLD"),
         ({"RAG_FUSION": "magic"}, "RAG_FUSION"),
         ({"RAG_BACKEND": "pinecone"}, "RAG_BACKEND"),
     ],
