@@ -417,6 +417,8 @@ def run_ttft(
     from langchain.chat_models import init_chat_model
     from langchain_core.messages import convert_to_messages
 
+    from retrievalagent.agent import _STREAM_MODES  # the floor graphs stream as the agent does
+
     direct = init_chat_model("openai:gpt-5.4")
 
     async def direct_ttft(body: dict[str, Any]) -> float | None:
@@ -432,8 +434,6 @@ def run_ttft(
 
     async def floor_ttft(shape: str, body: dict[str, Any], thread: str) -> float | None:
         """The same answer request sent from a floor graph's ``generate``."""
-        from retrievalagent.agent import _STREAM_MODES
-
         messages = convert_to_messages(body["messages"])
         run = {"configurable": {"thread_id": thread}}
         t0, first = time.perf_counter(), None

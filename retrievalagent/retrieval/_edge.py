@@ -125,7 +125,7 @@ def _access_errno(exc: BaseException, path: Path) -> int | None:
     return None
 
 
-def access_error(path: Path, code: int, detail: str) -> VectorIndexError:
+def _access_error(path: Path, code: int, detail: str) -> VectorIndexError:
     """The one-line error for an index that the OS will not let us open (``code``, an
     errno of :data:`_ACCESS_ERRORS`): it names the cause, the path and the setting, and
     says the index was left as it is (never "delete it": it is likely healthy)."""
@@ -150,7 +150,7 @@ def _engine_errors(path: Path) -> Iterator[None]:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         code = _access_errno(exc, path)
         error = (
-            access_error(path, code, first)
+            _access_error(path, code, first)
             if code is not None
             else VectorIndexError(
                 f"the index at {path} cannot be opened or read ({first}); it may be damaged: "
@@ -255,7 +255,7 @@ class EdgeIndex:
         except (OSError, KeyError, ValueError) as exc:
             code = _access_errno(exc, self.path)
             if code is not None:
-                raise access_error(self.path, code, str(exc)) from exc
+                raise _access_error(self.path, code, str(exc)) from exc
             raise VectorIndexError(
                 f"the index at {self.path} is not a retrievalagent index: {exc}"
             ) from exc
