@@ -417,7 +417,7 @@ def run_ttft(
     from langchain.chat_models import init_chat_model
     from langchain_core.messages import convert_to_messages
 
-    from retrievalagent.agent import _STREAM_MODES  # the floor graphs stream as the agent does
+    from retrievalagent.agent import STREAM_MODES  # the floor graphs stream as the agent does
 
     direct = init_chat_model("openai:gpt-5.4")
 
@@ -438,7 +438,7 @@ def run_ttft(
         run = {"configurable": {"thread_id": thread}}
         t0, first = time.perf_counter(), None
         async for mode, part in floors[shape].astream(
-            {"prompt": messages}, run, stream_mode=_STREAM_MODES
+            {"prompt": messages}, run, stream_mode=STREAM_MODES
         ):
             if mode == "messages" and part[0].content and first is None:
                 first = (time.perf_counter() - t0) * 1e3

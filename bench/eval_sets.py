@@ -118,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     from langchain_openai import ChatOpenAI
 
     from bench.datasets.sources import cache_dir
-    from retrievalagent.eval import evaluate
-    from retrievalagent.eval._evaluate import Setting
+    from retrievalagent.eval import Setting, evaluate
     from tests.servers.openai_compat import OpenAICompatServer
 
     started = time.perf_counter()

@@ -74,7 +74,7 @@ def worker(size: str, n_queries: int, rounds: int, seed: int = 7) -> dict[str, A
     import qdrant_edge as qe
 
     from bench._common import open_agent
-    from retrievalagent.retrieval._index import DENSE, SPARSE
+    from retrievalagent.index._base import DENSE, SPARSE
     from tests.support.chat import ScriptedChatModel
 
     started = time.perf_counter()

@@ -40,8 +40,8 @@ from bench._common import (
     write_result,
 )
 from retrievalagent.config import Settings
+from retrievalagent.index._types import Hit
 from retrievalagent.retrieval import make_fuser
-from retrievalagent.retrieval._types import Hit
 
 log = logging.getLogger("bench.quality")
 

@@ -2,8 +2,9 @@
 
 The documents say "snapshot"; Alice says "backup". After her first question the
 grader proposes the fact that links the two, the agent stores it in mem0 in the
-background, and her next question recalls it: the hint joins the BM25 query and the answer
-prompt. Bob asks the same question and recalls nothing: memories belong to one user.
+background (with the exchange itself: conversation memory), and her next question recalls
+both: the search fact joins the BM25 query and the answer prompt, the earlier exchange
+joins the prompt, dated. Bob asks the same question and recalls nothing: memories belong to one user.
 
 ``memory=True`` builds an embedded mem0 from the agent's own embeddings (no LLM here, so
 facts are stored as written, without mem0's extraction step). With your own mem0, pass
@@ -39,6 +40,8 @@ def main() -> None:
 
     again = rag.invoke("Is a backup kept for thirty days?", config=alice)
     print("alice recalled:", "; ".join(m["text"] for m in again.memories) or "(nothing)")
+    for memory in again.memories:
+        print(f"  [{memory['kind']}] {memory['text']}")
     [lexical] = again.events("lexical_search")
     print("memory terms added to BM25:", lexical.get("memory_terms", "(none)"))
 

@@ -1,8 +1,9 @@
 """Long-term memory in a LangGraph store (``InMemoryStore`` here), sync and async.
 
-Facts live under the namespace ``("memories", user_id)``. This store has no vector index,
-so the agent scores a user's memories against the question with its own embeddings. For
-production, use ``PostgresStore`` (see ``postgres_persistence.py``).
+Search facts and preferences live under the namespace ``("memories", user_id)``, what the
+user said (conversation memory) under ``("conversations", user_id)``. This store has no
+vector index, so the agent scores a user's memories against the question with its own
+embeddings. For production, use ``PostgresStore`` (see ``postgres_persistence.py``).
 """
 
 from __future__ import annotations
@@ -36,10 +37,15 @@ def main() -> None:
     rag.drain_background(timeout=30)
     for item in store.search(("memories", "alice")):
         print("stored for alice:", item.value["text"])
+    for item in store.search(("conversations", "alice")):
+        print("said by alice:", " / ".join(item.value["text"].splitlines()))
 
     async def ask_async() -> None:
         later = await rag.ainvoke("Is a backup kept for thirty days?", config=alice)
-        print("alice recalled (async):", "; ".join(m["text"] for m in later.memories) or "-")
+        facts = [m["text"] for m in later.memories if m["kind"] == "search_fact"]
+        said = [m["text"] for m in later.memories if m["kind"] == "conversation"]
+        print("alice recalled (async):", "; ".join(facts) or "-")
+        print("alice's earlier exchange (async):", "; ".join(said) or "-")
         stranger = await rag.ainvoke(
             "Is a backup kept for thirty days?", config={"configurable": {"user_id": "carol"}}
         )

@@ -6,12 +6,6 @@
 
 from __future__ import annotations
 
-import os
-
-# mem0 reads this when it is imported and otherwise reports usage over the network; an
-# offline-first library must not let that happen by accident (the user's value wins).
-os.environ.setdefault("MEM0_TELEMETRY", "False")
-
 from retrievalagent.agent import RetrievalAgent, collection_exists, init_agent
 from retrievalagent.config import Settings
 from retrievalagent.errors import (
@@ -22,6 +16,7 @@ from retrievalagent.errors import (
     VectorIndexError,
 )
 from retrievalagent.ingest import IngestInterrupted, IngestReport
+from retrievalagent.trace import TraceEvent
 from retrievalagent.types import AgentResult, DrainReport, Grade, Source, StreamEvent
 
 __version__ = "0.1.0"
@@ -40,6 +35,7 @@ __all__ = [
     "Settings",
     "Source",
     "StreamEvent",
+    "TraceEvent",
     "VectorIndexError",
     "collection_exists",
     "init_agent",

@@ -20,7 +20,16 @@ from retrievalagent._inputs import redact_url
 from retrievalagent.config import Settings, check_collection
 from retrievalagent.embeddings import MiniLMEmbeddings, resolve_embeddings
 from retrievalagent.errors import ConfigError
-from retrievalagent.memory import Mem0Backend, MemoryBackend, StoreBackend, embedded_mem0
+from retrievalagent.index import EDGE_CONFIG, EdgeIndex, LexicalEncoder, ServerIndex, VectorIndex
+from retrievalagent.memory import (
+    ConversationWriter,
+    Mem0Backend,
+    MemoryBackend,
+    MemoryReader,
+    ReadPolicy,
+    StoreBackend,
+    embedded_mem0,
+)
 from retrievalagent.models import (
     Answerer,
     EvidenceGrader,
@@ -35,17 +44,7 @@ from retrievalagent.models import (
     Rewriter,
 )
 from retrievalagent.persistence import ThreadTitler
-from retrievalagent.retrieval import (
-    EdgeIndex,
-    HybridSearcher,
-    LexicalEncoder,
-    QueryEmbedder,
-    Reranker,
-    ServerIndex,
-    VectorIndex,
-    make_fuser,
-)
-from retrievalagent.retrieval._edge import EDGE_CONFIG
+from retrievalagent.retrieval import HybridSearcher, QueryEmbedder, Reranker, make_fuser
 
 if TYPE_CHECKING:
     from mem0 import AsyncMemory, Memory
@@ -58,9 +57,11 @@ __all__ = [
     "load_embeddings",
     "make_index",
     "make_memory",
+    "make_reader",
     "make_roles",
     "make_searcher",
     "make_titler",
+    "make_writer",
     "open_index",
     "retry_policy",
 ]
@@ -148,6 +149,7 @@ def make_searcher(
         max(settings.fetch_k, settings.top_k),  # fewer candidates could not fill top_k
         reranker=reranker,
         rerank_k=settings.rerank_k,
+        memory_weight=settings.memory_term_weight,
     )
 
 
@@ -239,19 +241,67 @@ def make_memory(
     model: BaseChatModel | None,
     embeddings: Embeddings,
     embedder: QueryEmbedder,
+    encoder: LexicalEncoder,
     dimension: int,
     exit_stack: contextlib.ExitStack,
 ) -> MemoryBackend | None:
     """The memory backend, in order of precedence: a given mem0, the embedded mem0
-    (``memory=True``), a LangGraph store; none of them: no memory."""
+    (``memory=True``), a LangGraph store; none of them: no memory. Each ranks
+    conversation memory with the agent's BM25 encoder (and memory's own fusion weight)."""
     if mem0_memory is not None:
         # A ready Mem0Backend keeps its options (e.g. infer=False with an LLM-backed mem0).
-        return mem0_memory if isinstance(mem0_memory, Mem0Backend) else Mem0Backend(mem0_memory)
+        if isinstance(mem0_memory, Mem0Backend):
+            return mem0_memory
+        return Mem0Backend(mem0_memory, encoder=encoder)
     if memory:
-        embedded = embedded_mem0(Path(settings.data_dir), collection, model, embedder, dimension)
+        embedded = embedded_mem0(
+            Path(settings.data_dir), collection, model, embedder, dimension, encoder
+        )
         exit_stack.callback(embedded.close)  # the last agent using it closes it
         return embedded
     if store is not None:
         name = getattr(embeddings, "model_name", None) or type(embeddings).__name__
-        return StoreBackend(store, embedder, f"{name}:{dimension}", settings.memory_scan_limit)
+        return StoreBackend(
+            store,
+            embedder,
+            f"{name}:{dimension}",
+            settings.memory_scan_limit,
+            encoder=encoder,
+        )
     return None
+
+
+def make_reader(
+    memory: MemoryBackend | None, encoder: LexicalEncoder, settings: Settings
+) -> MemoryReader | None:
+    """What a turn recalls, gated and bounded by the settings."""
+    if memory is None:
+        return None
+    policy = ReadPolicy(
+        fact_threshold=settings.memory_relevance_threshold,
+        fact_limit=settings.memory_top_k,
+        max_preferences=settings.memory_max_preferences,
+        conversations=settings.memory_conversations and settings.conversation_top_k > 0,
+        conversation_threshold=settings.conversation_relevance_threshold,
+        conversation_limit=settings.conversation_top_k,
+        conversation_chars=settings.conversation_max_chars,
+    )
+    return MemoryReader(memory, encoder, policy)
+
+
+def make_writer(
+    memory: MemoryBackend | None,
+    model: BaseChatModel | None,
+    retry: RetryPolicy,
+    settings: Settings,
+) -> ConversationWriter | None:
+    """Conversation memory's writer (None when it is off); with a model and a store
+    backend it also draws facts about the user (mem0 extracts its own)."""
+    if memory is None or not settings.memory_conversations:
+        return None
+    extractor = None
+    if model is not None and isinstance(memory, StoreBackend):
+        from retrievalagent.models import LLMFactExtractor
+
+        extractor = LLMFactExtractor(model, retry)
+    return ConversationWriter(memory, extractor)

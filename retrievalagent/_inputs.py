@@ -11,8 +11,10 @@ says what is wrong, never a failure deep inside the embedder, a checkpointer or 
   ``max_question_chars`` characters (default 8000, ``RAG_MAX_QUESTION_CHARS``). The
   cleaned question is the one searched, shown to the model and echoed in the state.
 * A user id or thread id must be a string (an int or UUID is turned into one) of at most
-  256 characters with no control characters. Separators such as ``.`` and ``/`` are allowed;
-  memory backends escape them where their storage gives them a meaning.
+  256 characters with no control characters, and is used exactly as given: one that starts
+  or ends with whitespace is refused, never trimmed (trimming made ``"  alice  "`` share
+  alice's memory). Separators such as ``.`` and ``/`` are allowed; memory backends escape
+  them where their storage gives them a meaning.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from retrievalagent.errors import ConfigError
 
-__all__ = ["MAX_ID_CHARS", "check_id", "check_top_k", "clean_question", "redact_url"]
+__all__ = ["MAX_ID_CHARS", "MAX_TOP_K", "check_id", "check_top_k", "clean_question", "redact_url"]
 
 MAX_ID_CHARS = 256
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -33,6 +35,9 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Zero-width and invisible format characters: a question of only these is empty.
 _INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff]")
 _WORD = re.compile(r"\w")
+#: The most passages one search returns: the bound of ``top_k``, as a setting
+#: (``Settings.top_k``) and per call (``search(top_k=...)``, ``configurable.top_k``);
+#: evaluation reads that deep.
 MAX_TOP_K = 1000
 
 
@@ -61,7 +66,8 @@ def clean_question(question: Any, max_chars: int) -> str:
 
 
 def check_top_k(value: Any, what: str = "top_k") -> int:
-    """A per-call passage count: an int from 1 to ``MAX_TOP_K``, or ``ConfigError``."""
+    """A per-call passage count: an int from 1 to ``MAX_TOP_K`` (the bound of the ``top_k``
+    setting), or ``ConfigError``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{what} must be an int, not {type(value).__name__} ({value!r})")
     if not 1 <= value <= MAX_TOP_K:
@@ -79,6 +85,11 @@ def check_id(value: Any, what: str) -> str:
         raise ConfigError(f"{what} is {len(value)} characters long; the limit is {MAX_ID_CHARS}")
     if _ID_CONTROL.search(value) or _SURROGATE.search(value):
         raise ConfigError(f"{what}={value!r} is invalid: it contains control characters")
+    if value.strip() and value != value.strip():
+        raise ConfigError(
+            f"{what}={value!r} is invalid: it starts or ends with whitespace (ids are used "
+            "exactly as given, so another id would hold its memory and threads)"
+        )
     return value
 
 

@@ -26,6 +26,7 @@ _NEEDS: Mapping[str, tuple[str, ...]] = {
     "grader": ("grade", "agrade"),
     "rewriter": ("rewrite", "arewrite"),
     "ingest_embeddings": ("embed_documents",),
+    "searcher": ("search", "asearch", "plan", "dense_hits", "lexical_hits", "rank"),
 }
 
 

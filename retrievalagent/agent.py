@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -21,39 +22,49 @@ from typing_extensions import Unpack
 from retrievalagent import _build
 from retrievalagent._inputs import check_id, check_top_k, clean_question
 from retrievalagent._override import Overrides
-from retrievalagent.config import Settings, check_collection
+from retrievalagent.config import Settings, call_settings, check_collection
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
+from retrievalagent.index import Condition, LexicalEncoder, VectorIndex
 from retrievalagent.ingest import Ingestor, IngestReport, read_inputs, source_key
 from retrievalagent.memory import (
     BackgroundWrites,
+    ConversationWriter,
     Mem0Backend,
     MemoryBackend,
+    MemoryHit,
+    MemoryReader,
+    RecallRequest,
+    Said,
     memory_info,
+    parse_time,
+    said_in,
     user_id_from_config,
 )
-from retrievalagent.models import Answerer, Grader, Rewriter, resolve_model
-from retrievalagent.persistence import ThreadInfo, Threads, resolve_checkpointer, resolve_store
+from retrievalagent.models import Answerer, Grader, Rewriter, resolve_model, resolve_reranker
+from retrievalagent.persistence import (
+    ThreadInfo,
+    Threads,
+    question_title,
+    resolve_checkpointer,
+    resolve_store,
+)
 from retrievalagent.retrieval import (
-    Condition,
     HybridRetriever,
     HybridSearcher,
-    LexicalEncoder,
     QueryEmbedder,
     Reranker,
-    VectorIndex,
-    resolve_reranker,
     to_document,
     to_source,
 )
-from retrievalagent.types import AgentResult, DrainReport, MemoryInfo, StreamEvent
+from retrievalagent.types import AgentResult, DrainReport, MemoryInfo, Recollection, StreamEvent
 
 if TYPE_CHECKING:
     from langchain_core.documents import BaseDocumentCompressor
     from mem0 import AsyncMemory, Memory
     from qdrant_client import QdrantClient
 
-__all__ = ["RetrievalAgent", "collection_exists", "init_agent"]
+__all__ = ["STREAM_MODES", "RetrievalAgent", "collection_exists", "init_agent"]
 
 collection_exists = _build.collection_exists
 
@@ -96,7 +107,10 @@ class _IngestOptions(TypedDict, total=False):
     keep_missing: bool
 
 
-_STREAM_MODES: list[StreamMode] = ["updates", "messages", "custom", "values"]
+STREAM_MODES: list[StreamMode] = ["updates", "messages", "custom", "values"]
+"""The LangGraph stream modes :meth:`RetrievalAgent.stream` reads ``rag.graph`` with: pass
+them to ``rag.graph.stream(..., stream_mode=STREAM_MODES)`` to get the same chunks. A list,
+since LangGraph tags each chunk with its mode only when given a list."""
 
 
 class _StreamTurn:
@@ -133,6 +147,11 @@ def _stream_event(mode: str, chunk: Any) -> StreamEvent | None:
     if mode == "custom" and isinstance(chunk, Mapping) and "token" in chunk:
         return StreamEvent(type="token", text=str(chunk["token"]))
     return None
+
+
+def _owner(user_id: Any) -> str | None:
+    """A ``list_threads`` filter: a user id as runs record it (checked, never trimmed)."""
+    return None if user_id is None else check_id(user_id, "user_id")
 
 
 def _text(content: str | list[Any]) -> str:
@@ -187,6 +206,7 @@ class RetrievalAgent:
                 "grader": (components, "grader"),
                 "rewriter": (components, "rewriter"),
                 "ingest_embeddings": (self._ingestor, "embeddings"),
+                "searcher": (components, "searcher"),
             }
         )
 
@@ -241,6 +261,7 @@ class RetrievalAgent:
         grader: Grader | None = None,
         rewriter: Rewriter | None = None,
         ingest_embeddings: Embeddings | None = None,
+        searcher: HybridSearcher | None = None,
     ) -> Iterator[RetrievalAgent]:
         """Swap parts of this agent inside a ``with`` block, like pydantic-ai's
         ``Agent.override``: for tests, benchmarks and fault injection, without rebuilding.
@@ -248,7 +269,9 @@ class RetrievalAgent:
         ``with rag.override(grader=MyGrader(rag.grader)): rag.invoke(...)``. A part left
         ``None`` is kept. ``ingest_embeddings`` embeds the chunks :meth:`add_documents`
         writes (questions still use :attr:`embeddings`, so give vectors of the same
-        model). Every part is restored on exit, also when the block raises; overrides
+        model). ``searcher`` replaces the hybrid search behind :meth:`search` and the graph
+        (one over this agent's index: ``eval`` passes a subclass that also keeps the
+        candidate lists). Every part is restored on exit, also when the block raises; overrides
         nest, and blocks that overlap in other tasks or threads leave the agent as built
         once the last one exits. The swap is seen by every call on this agent meanwhile,
         from any thread.
@@ -262,6 +285,7 @@ class RetrievalAgent:
             "grader": grader,
             "rewriter": rewriter,
             "ingest_embeddings": ingest_embeddings,
+            "searcher": searcher,
         }
         with self._overrides.layer(parts):
             yield self
@@ -482,6 +506,7 @@ class RetrievalAgent:
                 "this agent has a checkpointer, so each call needs a thread id: "
                 "config={'configurable': {'thread_id': '...'}}"
             )
+        call_settings(configurable)  # a bad per-call setting is refused before any work
         metadata = dict(run.get("metadata") or {})
         metadata.setdefault("user_id", user_id_from_config(run))
         metadata.setdefault("collection", self.collection)
@@ -508,8 +533,15 @@ class RetrievalAgent:
         Args:
             question: The question, or a graph input mapping (``{"messages": [...]}``).
             config: LangGraph config; ``configurable.thread_id`` selects the conversation
-                (with a checkpointer), ``configurable.user_id`` the memory owner.
+                (with a checkpointer), ``configurable.user_id`` the memory owner, and
+                ``configurable.top_k``, ``fetch_k``, ``rerank_k``, ``memory_term_weight``
+                and ``max_retries`` replace those settings for this call only
+                (``retrievalagent.config.PER_CALL``), checked as ``init_agent`` checks them.
             filter: Restrict retrieval to chunks whose metadata match.
+
+        Raises:
+            ConfigError: the question, filter or config is invalid (a bad per-call setting
+                is named ``configurable.<name>``).
         """
         payload, run = self.graph_args(question, config, filter=filter)
         return self._result(self.graph.invoke(payload, run), run)
@@ -533,10 +565,11 @@ class RetrievalAgent:
         filter: Mapping[str, Any] | None = None,
     ) -> Iterator[StreamEvent]:
         """Yield node updates (``type="node"``) and answer pieces (``type="token"``) as they
-        happen, then the final result (``type="result"``)."""
+        happen, then the final result (``type="result"``). ``config`` as in :meth:`invoke`
+        (per-call settings included)."""
         payload, run = self.graph_args(question, config, filter=filter)
         turn = _StreamTurn()
-        for part in self.graph.stream(payload, run, stream_mode=_STREAM_MODES):
+        for part in self.graph.stream(payload, run, stream_mode=STREAM_MODES):
             yield from turn.events(part)
         yield StreamEvent(type="result", result=self._result(turn.final, run))
 
@@ -550,7 +583,7 @@ class RetrievalAgent:
         """Async :meth:`stream`."""
         payload, run = self.graph_args(question, config, filter=filter)
         turn = _StreamTurn()
-        async for part in self.graph.astream(payload, run, stream_mode=_STREAM_MODES):
+        async for part in self.graph.astream(payload, run, stream_mode=STREAM_MODES):
             for event in turn.events(part):
                 yield event
         yield StreamEvent(type="result", result=self._result(turn.final, run))
@@ -595,7 +628,7 @@ class RetrievalAgent:
 
     # -- conversations ---------------------------------------------------------------------
     # (owned by the persistence work: threads kept by the checkpointer; logic lives in
-    # retrievalagent/persistence/_threads.py)
+    # retrievalagent/persistence/_thread_index.py)
     @property
     def threads(self) -> Threads:
         """The conversations this agent's checkpointer keeps."""
@@ -610,13 +643,13 @@ class RetrievalAgent:
         creation and last-update times and message count. ``user_id=None`` lists every
         user's; threads run without a user id belong to ``"default"``.
         """
-        return self.threads.list(user_id, limit)
+        return self.threads.list(_owner(user_id), limit)
 
     async def alist_threads(
         self, user_id: str | None = None, *, limit: int | None = None
     ) -> list[ThreadInfo]:
         """Async :meth:`list_threads` (needed with async checkpointers)."""
-        return await self.threads.alist(user_id, limit)
+        return await self.threads.alist(_owner(user_id), limit)
 
     def get_history(self, thread_id: str) -> list[AnyMessage]:
         """The messages of a thread's current branch, oldest first (empty if unknown)."""
@@ -669,8 +702,8 @@ class RetrievalAgent:
             )
         if memory_id is not None:
             check_id(memory_id, "memory_id")
-        user = check_id(user_id, "user_id").strip()
-        if not user:
+        user = check_id(user_id, "user_id")
+        if not user.strip():
             raise ConfigError("user_id must not be empty")
         return memory, user
 
@@ -687,18 +720,131 @@ class RetrievalAgent:
         await self._components.writes.await_for(user, self.settings.memory_timeout)
         return [memory_info(hit) for hit in await memory.alist(user)]
 
-    def forget(self, user_id: str, memory_id: str | None = None) -> int:
-        """Erase one memory of ``user_id`` (by the id ``list_memories`` shows), or all of
-        them; returns how many were erased (0 when ``memory_id`` is not theirs)."""
+    def forget(
+        self, user_id: str, memory_id: str | None = None, *, thread_id: str | None = None
+    ) -> int:
+        """Erase one memory of ``user_id`` (by the id ``list_memories`` shows), everything
+        remembered from one conversation (``thread_id``), or all of it; returns how many
+        were erased (0 when ``memory_id`` is not theirs)."""
         memory, user = self._memory_for(user_id, memory_id)
+        thread = _thread_to_forget(thread_id)
         self._components.writes.wait_for(user, self.settings.memory_timeout)
-        return memory.forget(user, memory_id)
+        return memory.forget(user, memory_id, thread)
 
-    async def aforget(self, user_id: str, memory_id: str | None = None) -> int:
+    async def aforget(
+        self, user_id: str, memory_id: str | None = None, *, thread_id: str | None = None
+    ) -> int:
         """Async :meth:`forget`."""
         memory, user = self._memory_for(user_id, memory_id)
+        thread = _thread_to_forget(thread_id)
         await self._components.writes.await_for(user, self.settings.memory_timeout)
-        return await memory.aforget(user, memory_id)
+        return await memory.aforget(user, memory_id, thread)
+
+    # -- conversation memory -----------------------------------------------------------------
+    def _history(
+        self, messages: Any, user_id: str, thread_id: str | None, at: Any
+    ) -> tuple[ConversationWriter, list[Said], dict[str, Any]]:
+        """An imported conversation checked: its messages, and where and when it was had."""
+        _, user = self._memory_for(user_id)
+        writer = self._components.writer
+        if writer is None:
+            raise ConfigError(
+                "conversation memory is off (memory_conversations=False or "
+                "RAG_MEMORY_CONVERSATIONS=false): nothing would be remembered"
+            )
+        try:
+            said, when = said_in(messages), parse_time(at)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(str(exc)) from None
+        first = next((m.content for m in said if m.role == "user"), said[0].content)
+        if thread_id is None:  # named after what was said, so importing it again is a no-op
+            digest = hashlib.sha256(repr([(m.role, m.content) for m in said]).encode())
+            thread = f"imported-{digest.hexdigest()[:16]}"
+        else:
+            thread = check_id(thread_id, "thread_id")
+        where = {
+            "user_id": user,
+            "thread_id": thread,
+            "at": None if at is None else when,  # none given: now, and not part of its key
+            "title": question_title(first),
+        }
+        return writer, said, where
+
+    def remember(
+        self,
+        messages: Sequence[BaseMessage | Mapping[str, Any]],
+        *,
+        user_id: str,
+        thread_id: str | None = None,
+        at: Any = None,
+    ) -> list[MemoryInfo]:
+        """Store an existing conversation as if ``user_id`` had had it with the agent.
+
+        Args:
+            messages: LangChain messages, or dicts ``{"role", "content", "name"?,
+                "metadata"?}`` (``name`` is the speaker; ``metadata`` is kept with what is
+                stored from that message, as its ``sources``). System and tool messages are
+                skipped.
+            user_id: Whose memory it becomes.
+            thread_id: The conversation's id (``forget(user_id, thread_id=...)`` erases it).
+            at: When it took place: a datetime or an ISO 8601 string (default now).
+
+        Returns:
+            What was stored: the exchanges (and, with a model and a store backend, facts
+            about the user). Importing the same conversation again stores nothing new.
+        """
+        writer, said, where = self._history(messages, user_id, thread_id, at)
+        stored = writer.store_now(writer.exchanges(said, **where))
+        stored += writer.store_facts(said, **where)
+        return [memory_info(h) for h in stored]
+
+    async def aremember(
+        self,
+        messages: Sequence[BaseMessage | Mapping[str, Any]],
+        *,
+        user_id: str,
+        thread_id: str | None = None,
+        at: Any = None,
+    ) -> list[MemoryInfo]:
+        """Async :meth:`remember`."""
+        writer, said, where = self._history(messages, user_id, thread_id, at)
+        stored = await writer.astore_now(writer.exchanges(said, **where))
+        stored += await writer.astore_facts(said, **where)
+        return [memory_info(h) for h in stored]
+
+    def _recall_request(
+        self, query: str, user_id: str, k: int, now: Any
+    ) -> tuple[MemoryReader, RecallRequest, int]:
+        """The checked request of :meth:`recall` (bad input: ``ConfigError`` naming it)."""
+        _, user = self._memory_for(user_id)
+        reader = self._components.reader
+        assert reader is not None  # there is one with every memory backend
+        question = clean_question(query, self.settings.max_question_chars)
+        k = check_top_k(k, "k")
+        try:
+            when = parse_time(now, "now")
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+        return reader, reader.request(question, user, now=when, limit=k), k
+
+    def recall(
+        self, query: str, *, user_id: str, k: int = 10, now: Any = None
+    ) -> list[Recollection]:
+        """What the agent's ``read_memory`` would recall for ``query``: all kinds, best
+        first, at most ``k`` (search facts and conversation memories that clear their
+        relevance bars, and the user's preferences). ``now`` is when the question counts
+        as asked (a datetime or ISO string; default now), for "last week" and the like."""
+        reader, request, k = self._recall_request(query, user_id, k, now)
+        self._components.writes.wait_for(request.user_id, self.settings.memory_timeout)
+        return _recollections(reader.read(request, limit=k).kept, k)
+
+    async def arecall(
+        self, query: str, *, user_id: str, k: int = 10, now: Any = None
+    ) -> list[Recollection]:
+        """Async :meth:`recall`."""
+        reader, request, k = self._recall_request(query, user_id, k, now)
+        await self._components.writes.await_for(request.user_id, self.settings.memory_timeout)
+        return _recollections((await reader.aread(request, limit=k)).kept, k)
 
     # -- background memory writes ----------------------------------------------------------
     def drain_background(self, timeout: float | None = None) -> DrainReport:
@@ -739,6 +885,37 @@ class RetrievalAgent:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _thread_to_forget(thread_id: str | None) -> str | None:
+    """``forget``'s thread, checked: a blank one names no conversation (it would match
+    every memory kept outside one, preferences among them), so it is refused."""
+    if thread_id is None:
+        return None
+    thread = check_id(thread_id, "thread_id")
+    if not thread.strip():
+        raise ConfigError("thread_id must not be empty; leave it out to erase everything")
+    return thread
+
+
+def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:
+    """Recalled memories as ``recall`` returns them: best first, those said in the time the
+    question names before the rest (as the prompt has them; a stable sort keeps the order
+    recall ranked equal scores in), at most ``k``."""
+    ordered = sorted(hits, key=lambda h: (not h.in_window, -h.score))[:k]
+    return [
+        Recollection(
+            id=h.id,
+            kind=h.kind,
+            text=h.text,
+            score=round(h.score, 4),
+            thread_id=h.thread_id,
+            at=h.at or h.updated_at,
+            sources=list(h.sources),
+            matched=h.matched,
+        )
+        for h in ordered
+    ]
 
 
 def _trace_log(path: Path | str | None) -> TraceLog | None:
@@ -841,6 +1018,7 @@ def init_agent(
             model=chat_model,
             embeddings=base_embeddings,
             embedder=embedder,
+            encoder=encoder,
             dimension=dimension,
             exit_stack=exit_stack,
         )
@@ -860,6 +1038,8 @@ def init_agent(
             grader=roles.grader,
             rewriter=roles.rewriter,
             memory=memory_backend,
+            reader=_build.make_reader(memory_backend, encoder, cfg),
+            writer=_build.make_writer(memory_backend, chat_model, retry, cfg),
             writes=BackgroundWrites(cfg.max_pending_writes, cfg.memory_timeout, cfg.drain_timeout),
             trace_log=_trace_log(cfg.trace_file),
             collection=collection,

@@ -17,9 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrievalagent._inputs import MAX_TOP_K
 from retrievalagent.errors import ConfigError
 
-__all__ = ["FUSION_METHODS", "Settings", "check_collection", "default_data_dir", "env_table"]
+__all__ = [
+    "FUSION_METHODS",
+    "PER_CALL",
+    "Settings",
+    "call_settings",
+    "check_collection",
+    "default_data_dir",
+    "env_table",
+]
 
 FUSION_METHODS = ("rrf", "weighted_rrf", "convex", "adaptive")
 _COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -54,6 +63,7 @@ def _knob(
     choices: tuple[str, ...] | None = None,
     optional: bool = False,
     secret: bool = False,
+    per_call: bool = False,
 ) -> Any:
     return field(
         default=default,
@@ -66,13 +76,16 @@ def _knob(
             "choices": choices,
             "optional": optional,
             "secret": secret,
+            "per_call": per_call,
         },
     )
 
 
-def _count(env: str, default: int | None, doc: str, low: int, high: int) -> Any:
+def _count(
+    env: str, default: int | None, doc: str, low: int, high: int, *, per_call: bool = False
+) -> Any:
     """A knob holding a whole number from ``low`` to ``high`` (a size, a count, a limit)."""
-    return _knob(env, default, doc, kind=int, low=low, high=high)
+    return _knob(env, default, doc, kind=int, low=low, high=high, per_call=per_call)
 
 
 def _fraction(env: str, default: float, doc: str) -> Any:
@@ -122,13 +135,16 @@ class Settings:
         kind=Path,
     )
     # retrieval
-    top_k: int = _count("RAG_TOP_K", 5, "Passages given to the answer.", 1, 100)
+    top_k: int = _count(
+        "RAG_TOP_K", 5, "Passages given to the answer.", 1, MAX_TOP_K, per_call=True
+    )
     fetch_k: int = _count(
         "RAG_FETCH_K",
         50,
         "Candidates each retriever returns before fusion (at least `top_k`).",
         1,
         1000,
+        per_call=True,
     )
     fusion: str = _knob(
         "RAG_FUSION",
@@ -152,9 +168,10 @@ class Settings:
         "the first `top_k` are kept.",
         1,
         200,
+        per_call=True,
     )
     max_retries: int = _count(
-        "RAG_MAX_RETRIES", 1, "Query rewrites after an insufficient answer.", 0, 5
+        "RAG_MAX_RETRIES", 1, "Query rewrites after an insufficient answer.", 0, 5, per_call=True
     )
     min_confidence: float = _fraction(
         "RAG_MIN_CONFIDENCE",
@@ -260,6 +277,7 @@ class Settings:
         kind=float,
         low=0.0,
         high=10.0,
+        per_call=True,
     )
     memory_scan_limit: int = _count(
         "RAG_MEMORY_SCAN_LIMIT",
@@ -267,6 +285,39 @@ class Settings:
         "Most recent memories per user scored client-side when the store has no vector index.",
         1,
         100000,
+    )
+    memory_conversations: bool = _knob(
+        "RAG_MEMORY_CONVERSATIONS",
+        True,
+        "Conversation memory: keep what each user said in every answered turn (the "
+        "exchange; with a model also facts about the user) and recall it in their later "
+        "conversations. On by default because remembering earlier conversations is what "
+        "long-term memory is for; `false` stores and recalls none of it (search facts and "
+        "preferences are unaffected).",
+        kind=bool,
+    )
+    conversation_relevance_threshold: float = _fraction(
+        "RAG_CONVERSATION_RELEVANCE_THRESHOLD",
+        0.15,
+        "Minimum relevance of a past exchange to be recalled: 0.6 x its similarity to the "
+        "question + 0.4 x the share of the question's word weight it holds (one said in "
+        "the time the question names, 'last week', is recalled regardless). Chosen on "
+        "bench/memory's dev half: see docs/benchmarks.md.",
+    )
+    conversation_top_k: int = _count(
+        "RAG_CONVERSATION_TOP_K",
+        5,
+        "Most conversation memories recalled into one answer prompt.",
+        0,
+        100,
+    )
+    conversation_max_chars: int = _count(
+        "RAG_CONVERSATION_MAX_CHARS",
+        2000,
+        "Most characters of conversation memory in one answer prompt (each memory is cut "
+        "to 400).",
+        0,
+        100_000,
     )
     max_pending_writes: int = _count(
         "RAG_MAX_PENDING_WRITES",
@@ -324,6 +375,24 @@ class Settings:
         "Collection used when none is named: CLI commands without `--collection` and the "
         "LangGraph Server graph (`retrievalagent.server`).",
         kind=str,
+    )
+    serve_collections: str | None = _knob(
+        "RAG_SERVE_COLLECTIONS",
+        None,
+        "Comma-separated collections the LangGraph Server graph may answer from; unset = "
+        "every collection that has an index. A run naming any other collection is refused "
+        "before anything is opened or created.",
+        kind=str,
+        optional=True,
+    )
+    serve_max_agents: int = _count(
+        "RAG_SERVE_MAX_AGENTS",
+        4,
+        "Agents a LangGraph Server worker keeps open (one per collection and memory choice, "
+        "~130 MB each); the least recently used one is closed when another is needed, once "
+        "its runs have finished.",
+        1,
+        1000,
     )
 
     def __post_init__(self) -> None:
@@ -395,6 +464,32 @@ class Settings:
         return f"Settings({shown})"
 
 
+#: The settings one call may set again in its ``config["configurable"]`` (a turn's
+#: retrieval depth and ranking, and its rewrites); the others hold for every call, as the
+#: agent was built. Marked ``per_call`` in the declarations above.
+PER_CALL: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(Settings) if f.metadata["per_call"]
+)
+_PER_CALL_META = {f.name: f.metadata for f in dataclasses.fields(Settings) if f.name in PER_CALL}
+
+
+def call_settings(configurable: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The :data:`PER_CALL` settings a run's ``configurable`` sets (``None`` counts as not
+    set), each checked as its ``Settings`` field is. Other keys (``thread_id``,
+    ``user_id``, ...) belong to others and are left alone.
+
+    Raises:
+        ConfigError: a value its field refuses; the message names ``configurable.<name>``.
+    """
+    if not configurable:
+        return {}
+    return {
+        name: _check(f"configurable.{name}", configurable[name], meta, "per-call setting")
+        for name, meta in _PER_CALL_META.items()
+        if configurable.get(name) is not None
+    }
+
+
 def _masked(value: Any, meta: Mapping[str, Any]) -> Any:
     """``value`` as logs, reprs and errors may show it: secrets as ``***``, URLs without
     their user info (``user:password@``) or query string."""
@@ -411,7 +506,13 @@ def _describe(meta: Mapping[str, Any]) -> str:
     if meta["choices"]:
         return "one of " + ", ".join(repr(c) for c in meta["choices"])
     kind = meta["kind"]
-    name = {int: "an integer", float: "a number", str: "a string", Path: "a path"}.get(kind, "")
+    name = {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        Path: "a path",
+        bool: "true or false",
+    }.get(kind, "")
     low, high = meta["low"], meta["high"]
     if low is not None and high is not None:
         return f"{name} from {low:g} to {high:g}"
@@ -431,12 +532,26 @@ def _parse(env_name: str, raw: str, meta: Mapping[str, Any]) -> Any:
             return float(raw)
         if kind is Path:
             return Path(raw).expanduser()
+        if kind is bool:
+            return _BOOLEANS[raw.lower()]
         return raw
-    except (ValueError, RuntimeError):  # RuntimeError: "~user" of an unknown user
+    except (ValueError, RuntimeError, KeyError):  # RuntimeError: "~user" of an unknown user
         raise ConfigError(
             f"environment variable {env_name}={_shown(raw, meta)} is invalid: "
             f"expected {_describe(meta)}"
         ) from None
+
+
+_BOOLEANS = {
+    "1": True,
+    "true": True,
+    "yes": True,
+    "on": True,
+    "0": False,
+    "false": False,
+    "no": False,
+    "off": False,
+}
 
 
 def _shown(value: Any, meta: Mapping[str, Any]) -> str:
@@ -466,6 +581,10 @@ def _as_float(value: Any) -> tuple[Any, str | None]:
     return number, None
 
 
+def _as_bool(value: Any) -> tuple[Any, str | None]:
+    return value, None if isinstance(value, bool) else "expected True or False"
+
+
 def _as_int(value: Any) -> tuple[Any, str | None]:
     if isinstance(value, bool) or not isinstance(value, int):
         return value, "expected an integer"
@@ -476,6 +595,7 @@ _CONVERTERS: dict[Any, Callable[[Any], tuple[Any, str | None]]] = {
     Path: _as_path,
     float: _as_float,
     int: _as_int,
+    bool: _as_bool,
 }
 
 
@@ -503,7 +623,8 @@ def _check(name: str, value: Any, meta: Mapping[str, Any], source: str) -> Any:
 
 
 def env_table() -> list[dict[str, str]]:
-    """Rows of the configuration table in the docs: env var, setting, default, accepted, meaning."""
+    """Rows of the configuration table in the docs: env var, setting, default, accepted,
+    meaning, and whether a call may set it again (``per_call``)."""
     rows = []
     for f in dataclasses.fields(Settings):
         meta = f.metadata
@@ -515,6 +636,7 @@ def env_table() -> list[dict[str, str]]:
                 "default": "unset" if default is None else str(default),
                 "accepted": _describe(meta) + (" (optional)" if meta["optional"] else ""),
                 "meaning": meta["doc"],
+                "per_call": "yes" if meta["per_call"] else "no",
             }
         )
     return rows

@@ -6,7 +6,15 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
-__all__ = ["AgentResult", "DrainReport", "Grade", "MemoryInfo", "Source", "StreamEvent"]
+__all__ = [
+    "AgentResult",
+    "DrainReport",
+    "Grade",
+    "MemoryInfo",
+    "Recollection",
+    "Source",
+    "StreamEvent",
+]
 
 
 class Source(TypedDict, total=False):
@@ -83,9 +91,13 @@ class Grade(BaseModel):
 class MemoryInfo(TypedDict):
     """One memory the agent keeps about a user (``list_memories``).
 
-    ``kind`` is ``"search_fact"`` (used to search) or ``"preference"`` (applied to every
-    answer); ``key`` is what makes two memories the same one (a newer replaces the older):
-    a fact's alias key, a preference's subject.
+    ``kind`` is ``"search_fact"`` (used to search), ``"preference"`` (applied to every
+    answer) or ``"conversation"`` (what the user said in a conversation: ``form`` is
+    ``"exchange"``, or ``"fact"`` for a fact a model drew from it, whose ``history`` holds
+    the older facts it replaced); ``key`` is what makes two memories the same one (a newer
+    replaces the older): a fact's alias key, a preference's subject. ``thread_id`` and
+    ``at`` say in which conversation and when it was said; ``sources`` are the metadata of
+    the messages it came from.
     """
 
     id: str
@@ -95,6 +107,29 @@ class MemoryInfo(TypedDict):
     alias: str
     question: str
     updated_at: str
+    thread_id: str
+    at: str
+    form: str
+    sources: list[dict[str, Any]]
+    history: list[dict[str, Any]]
+
+
+class Recollection(TypedDict):
+    """One memory :meth:`~retrievalagent.RetrievalAgent.recall` found, best first.
+
+    ``kind`` as in :class:`MemoryInfo`; ``score`` in [0, 1]; ``thread_id`` and ``at`` (ISO
+    8601, UTC) say where and when it was said or learned; ``sources`` are the metadata of
+    the messages it came from, in order; ``matched`` says why it was recalled.
+    """
+
+    id: str
+    kind: str
+    text: str
+    score: float
+    thread_id: str
+    at: str
+    sources: list[dict[str, Any]]
+    matched: str
 
 
 class DrainReport(TypedDict):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,29 @@ def test_missing_path_is_reported_not_indexed(runner: CliRunner, notes: Path) ->
     assert "does-not-exist.md" in error and "no such file or folder" in error
 
 
+@pytest.mark.parametrize("typo", ["my-notes", "A/nope", "docs/notes", "my notes", "C:\\docs"])
+def test_a_mistyped_path_is_an_error_not_a_sentence(
+    runner: CliRunner, notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, typo: str
+) -> None:
+    import os
+
+    monkeypatch.chdir(tmp_path)  # where none of them exists
+    result = invoke(runner, "ingest", typo, "-c", "typo")
+    assert result.exit_code == 1
+    assert f"error: cannot ingest {typo}: no such file or folder" in result.stderr
+    assert "new" not in result.stdout
+    assert not (Path(os.environ["RAG_DATA_DIR"]) / "typo").exists()
+
+
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(notes)  # a folder "." would index
+    result = invoke(runner, "ingest", "", "-c", "blank")
+    assert result.exit_code != 0 and "PATH is empty" in result.stderr
+    assert "new" not in result.stdout
+
+
 def test_help_lists_every_command(runner: CliRunner) -> None:
     result = invoke(runner, "--help")
     assert result.exit_code == 0
@@ -189,10 +214,16 @@ def test_memory_list_and_forget_show_and_erase_what_is_remembered(
                     "I prefer answers in German.", config={"configurable": {"user_id": user}}
                 )
             listed = invoke(runner, "memory", "list", user, "-c", "notes", *store_args)
-            assert listed.exit_code == 0 and "[preference]  Answer in German." in listed.stdout
+            today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+            assert listed.exit_code == 0
+            assert f"[preference, {today}]  Answer in German." in listed.stdout
+            # what the user said is kept too, as conversation memory, dated
+            assert f"[said, {today}]  user: I prefer answers in German." in listed.stdout
             as_json = invoke(runner, "memory", "list", user, "-c", "notes", "--json", *store_args)
-            (memory,) = json.loads(as_json.stdout)
-            assert memory["kind"] == "preference" and memory["key"] == "language"
+            kinds = {m["kind"]: m for m in json.loads(as_json.stdout)}
+            assert set(kinds) == {"preference", "conversation"}
+            memory = kinds["preference"]
+            assert memory["key"] == "language"
             wrong = runner.invoke(
                 app, ["memory", "forget", user, "-c", "notes", "--id", "nope", *store_args]
             )
@@ -201,10 +232,128 @@ def test_memory_list_and_forget_show_and_erase_what_is_remembered(
                 runner, "memory", "forget", user, "-c", "notes", "--id", memory["id"], *store_args
             )
             assert gone.exit_code == 0 and "erased 1 memory" in gone.stdout
+            left = invoke(runner, "memory", "list", user, "-c", "notes", *store_args)
+            assert "[preference" not in left.stdout and "[said" in left.stdout
+            everything = invoke(runner, "memory", "forget", user, "-c", "notes", "-y", *store_args)
+            assert everything.exit_code == 0 and "erased 1 memory" in everything.stdout
             empty = invoke(runner, "memory", "list", user, "-c", "notes", *store_args)
             assert "nothing is remembered" in empty.stdout
     refused = runner.invoke(app, ["memory", "list", "bob", "-c", "notes", "--store", "sqlite:///x"])
     assert refused.exit_code == 1 and "postgresql://" in refused.stderr
+
+
+def _jsonl(path: Path, *rows: Any) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_memory_import_search_list_and_forget_a_conversation(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    """Earlier conversations imported from JSON lines (one per file, or one per line) are
+    recalled by `memory search`, listed with their kind and date, erased by --thread."""
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    one = _jsonl(
+        tmp_path / "ops.jsonl",
+        {"role": "user", "content": "Our vault runs on PostgreSQL 13.", "metadata": {"ts": 1}},
+        {"role": "assistant", "content": "Noted: PostgreSQL 13."},
+    )
+    many = _jsonl(
+        tmp_path / "chats.jsonl",
+        [{"role": "user", "content": "The printer on floor 2 jams on A3 paper."}],
+        {
+            "messages": [{"role": "user", "content": "The VPN drops every hour since Monday."}],
+            "thread_id": "vpn",
+            "at": "2026-01-05T10:00:00Z",
+        },
+    )
+
+    def memory(*args: str) -> Any:
+        return runner.invoke(app, ["memory", *args, "-c", "notes"], catch_exceptions=False)
+
+    first = memory("import", str(one), "--user", "ann")
+    assert first.exit_code == 0, first.output
+    assert "imported 1 conversation(s) of 'ann': 1 new memory" in first.stdout
+    again = memory("import", str(one), "--user", "ann")
+    assert "0 new memories" in again.stdout  # the same file twice: stored once
+    both = memory("import", str(many), "--user", "ann")
+    assert "imported 2 conversation(s) of 'ann': 2 new memories" in both.stdout
+    found = memory("search", "Which PostgreSQL version is the vault on?", "--user", "ann")
+    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    assert found.exit_code == 0
+    assert re.search(
+        rf"\[said, {today}, score 0\.\d\d\]  user: Our vault runs on PostgreSQL 13", found.stdout
+    )
+    hits = json.loads(memory("search", "VPN drops", "--user", "ann", "--json").stdout)
+    assert hits[0]["thread_id"] == "vpn" and hits[0]["at"].startswith("2026-01-05")
+    listed = memory("list", "ann").stdout
+    assert "[said, 2026-01-05]  user: The VPN drops every hour since Monday." in listed
+    assert f"[said, {today}]  user: Our vault runs on PostgreSQL 13. / assistant: Noted" in listed
+    assert f"[said, {today}]  user: The printer on floor 2 jams on A3 paper." in listed
+    nobody = memory("search", "VPN drops", "--user", "bob")
+    assert "nothing remembered about 'bob' comes up" in nobody.stdout
+    gone = memory("forget", "ann", "--thread", "vpn")
+    assert gone.exit_code == 0 and "erased 1 memory of 'ann'" in gone.stdout
+    assert "VPN" not in memory("list", "ann").stdout
+    assert "printer" in memory("list", "ann").stdout  # the others stay
+    twice = memory("forget", "ann", "--thread", "vpn")
+    assert twice.exit_code == 1 and "from conversation 'vpn'" in twice.stderr
+
+
+def test_memory_import_refuses_bad_files_naming_the_file_and_line(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    good = {"role": "user", "content": "The VPN drops every hour."}
+    not_json = tmp_path / "broken.jsonl"
+    not_json.write_text(json.dumps(good) + "\nnot json\n", encoding="utf-8")
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"role": "user", "content": "Caf\xe9"}\n')
+    (tmp_path / "folder").mkdir()
+    cases = {
+        str(not_json): "broken.jsonl line 2 is not JSON",
+        str(tmp_path / "folder"): "folder is not a file",
+        str(tmp_path / "missing.jsonl"): "missing.jsonl: no such file",
+        str(latin): "latin.jsonl is not UTF-8",
+        str(_jsonl(tmp_path / "empty.jsonl")): "holds no messages",
+        # a bad message in the third conversation: named, and nothing of the file stored
+        str(
+            _jsonl(
+                tmp_path / "role.jsonl",
+                [good],
+                [good, {"role": "user", "content": "It started on Monday."}],
+                [{"role": "bot", "content": "beep"}],
+            )
+        ): "role.jsonl line 3: message 0 has role 'bot'",
+        str(_jsonl(tmp_path / "at.jsonl", {"messages": [good], "at": "last week"})): (
+            "at.jsonl line 1: at='last week' is not an ISO 8601"
+        ),
+        str(_jsonl(tmp_path / "blank.jsonl", [{"role": "user", "content": " "}])): (
+            "blank.jsonl line 1: messages hold no text"
+        ),
+    }
+    for path, problem in cases.items():
+        refused = runner.invoke(app, ["memory", "import", path, "--user", "ann", "-c", "notes"])
+        assert refused.exit_code == 1 and problem in " ".join(refused.stderr.split()), (
+            path,
+            refused.stderr,
+        )
+    # the flags are named, not the Python parameters behind them
+    ok = str(_jsonl(tmp_path / "ok.jsonl", good))
+    for args, problem in (
+        (["--user", " ann"], "--user=' ann'"),
+        (["--user", "ann", "--thread", "t1 "], "--thread='t1 '"),
+        (["--user", "ann", "--at", "yesterday"], "--at='yesterday'"),
+    ):
+        refused = runner.invoke(app, ["memory", "import", ok, *args, "-c", "notes"])
+        assert refused.exit_code == 1 and problem in refused.stderr, refused.stderr
+    refused = runner.invoke(app, ["memory", "search", "VPN", "--user", "ann ", "-c", "notes"])
+    assert refused.exit_code == 1 and "--user='ann '" in refused.stderr
+    refused = runner.invoke(app, ["memory", "forget", "ann", "--thread", " t", "-c", "notes"])
+    assert refused.exit_code == 1 and "--thread=' t'" in refused.stderr
+    refused = runner.invoke(app, ["memory", "forget", "ann", "--thread", "", "-c", "notes"])
+    assert refused.exit_code == 1 and "--thread must not be empty" in refused.stderr
+    assert "nothing is remembered" in invoke(runner, "memory", "list", "ann", "-c", "notes").stdout
 
 
 def test_delete_refuses_an_empty_path_and_mirrors_folders_on_ingest(
@@ -319,3 +468,65 @@ def test_a_missing_api_key_is_one_config_error_without_a_chain(
         )
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
     assert raised.value.original is not None
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> Any:
+    """Every command under ``command`` with the arguments that reach it."""
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():  # a group's subcommands
+        yield from _commands(sub, (*path, name))
+
+
+def test_help_shows_bracketed_text_as_written(runner: CliRunner) -> None:
+    import typer.main
+
+    checked = 0
+    for path, command in _commands(typer.main.get_command(app)):
+        output = invoke(runner, *path, "--help").stdout
+        shown = " ".join(re.sub("[\u2500-\u257f]", " ", output).split())  # no box lines
+        texts = [p.help for p in command.params if getattr(p, "help", None)]
+        for text in [command.help or "", *texts]:
+            if any(c in text for c in "[]{}"):
+                checked += 1
+                assert " ".join(text.split()) in shown, (path, text)
+    assert checked >= 2  # eval's --questions and --run-out at least
+
+
+def test_chat_reports_a_bad_line_and_keeps_the_session(notes: Path, runner: CliRunner) -> None:
+    """Piped into a real process, as a user would: a line with no words, a lone "?" and a
+    paste over the length limit are each one error line; the next question is answered."""
+    import os
+    import subprocess
+    import sys
+
+    assert invoke(runner, "ingest", str(notes), "-c", "talk").exit_code == 0
+    lines = ["!!!", "What does LF-409 mean?", "?", "vault " * 20, "How long is a snapshot kept?"]
+    run = subprocess.run(
+        [sys.executable, "-m", "retrievalagent", "chat", "-c", "talk"],
+        input="\n".join(lines) + "\n",
+        env={**os.environ, "RAG_MAX_QUESTION_CHARS": "60", "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "question '!!!' has no letters or digits" in run.stderr
+    assert "question '?' has no letters or digits" in run.stderr
+    assert "the limit is 60" in run.stderr and "RAG_MAX_QUESTION_CHARS" in run.stderr
+    assert "--debug" not in run.stderr  # a turn's error, not the command's
+    assert "locked by another process" in run.stdout
+    assert "thirty days" in run.stdout
+
+
+def test_a_padded_user_is_refused_by_the_flag_or_argument_that_gave_it(
+    runner: CliRunner, notes: Path
+) -> None:
+    """The id "  alice  " is not alice: the CLI names the flag or argument that holds it."""
+    assert invoke(runner, "ingest", str(notes), "-c", "ids").exit_code == 0
+    asked = invoke(runner, "ask", "What does LF-409 mean?", "-c", "ids", "--user", " alice ")
+    assert asked.exit_code == 1
+    assert "--user=' alice ' is invalid: it starts or ends with whitespace" in asked.stderr
+    for command in (["list"], ["forget", "--yes"]):
+        result = invoke(runner, "memory", *command, "alice ", "-c", "ids")
+        assert result.exit_code == 1, result.output
+        assert "USER='alice ' is invalid: it starts or ends with whitespace" in result.stderr

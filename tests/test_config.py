@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from retrievalagent import ConfigError, Settings, init_agent
-from retrievalagent.config import env_table
+from retrievalagent.config import PER_CALL, env_table
 
 
 def test_defaults_match_the_spec() -> None:
@@ -91,6 +91,7 @@ def test_env_table_covers_every_setting() -> None:
     assert all(r["env"].startswith("RAG_") for r in rows)
     thresholds = {r["env"]: r["default"] for r in rows}
     assert thresholds["RAG_MEMORY_RELEVANCE_THRESHOLD"] == "0.7"
+    assert {r["setting"] for r in rows if r["per_call"] == "yes"} == set(PER_CALL)
 
 
 def test_secrets_are_masked() -> None:
@@ -152,3 +153,54 @@ def test_a_trace_file_that_cannot_be_a_file_is_refused_by_name(tmp_path: Path) -
         (tmp_path / "a-file").write_text("x")
         with pytest.raises(ConfigError, match="RAG_TRACE_FILE"):
             init_agent("t", backend_url=":memory:", trace_file=bad)
+
+
+def test_importing_the_package_sets_no_environment_variables() -> None:
+    """Every module of the package, imported in a fresh process, leaves os.environ as it was;
+    mem0's telemetry switch is set only when the package itself imports mem0."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import importlib, json, os, pkgutil
+        before = dict(os.environ)
+        import retrievalagent
+        for info in pkgutil.walk_packages(retrievalagent.__path__, "retrievalagent."):
+            if not info.name.endswith("__main__"):
+                importlib.import_module(info.name)
+        after = dict(os.environ)
+        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        from retrievalagent.memory import prepare_mem0_import
+        prepare_mem0_import()                       # what runs right before mem0 is imported
+        print(json.dumps({"changed": changed, "mem0": os.environ.get("MEM0_TELEMETRY")}))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEM0_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"changed": [], "mem0": "False"}
+
+
+def test_one_top_k_ceiling_for_the_setting_and_every_call(
+    make_agent: Callable[..., Any], sample_docs: Path
+) -> None:
+    """A passage count a call accepts is one the setting accepts too, and the first one
+    over is refused by both, with the same limit in the message."""
+    ceiling = 1000  # what search(top_k=...) has always accepted (eval reads 2 * fetch_k)
+    assert Settings.load(env={}, top_k=ceiling).top_k == ceiling
+    assert Settings.load(env={"RAG_TOP_K": str(ceiling)}).top_k == ceiling
+    with pytest.raises(ConfigError, match=f"top_k.* 1 (to|and) {ceiling}"):
+        Settings.load(env={}, top_k=ceiling + 1)
+    rag = make_agent("ceiling", top_k=ceiling)
+    rag.add_documents(sample_docs, progress=False)
+    assert 5 < len(rag.search("How long are snapshots kept?")) <= ceiling
+    with pytest.raises(ConfigError, match=f"top_k.* 1 (to|and) {ceiling}"):
+        rag.search("How long are snapshots kept?", top_k=ceiling + 1)
+    retriever = rag.as_retriever(top_k=ceiling)
+    with pytest.raises(ValueError, match="top_k"):  # built directly, bounded alike
+        type(retriever)(searcher=retriever.searcher, top_k=ceiling + 1)

@@ -412,6 +412,16 @@ def test_built_env_table_lists_every_setting(built_site: tuple[Path, str]) -> No
         assert f"<code>{row['env']}</code>" in html, row["env"]
 
 
+def test_built_trace_table_lists_every_key(built_site: tuple[Path, str]) -> None:
+    from retrievalagent.trace import EVENTS, fields
+
+    html = (built_site[0] / "tracing" / "index.html").read_text(encoding="utf-8")
+    assert "generated:trace" not in html
+    for node, event in EVENTS.items():
+        for field in fields(event):
+            assert f"<code>{field.key}</code>" in html, f"{node}.{field.key}"
+
+
 def test_built_api_reference_documents_the_public_api(built_site: tuple[Path, str]) -> None:
     import retrievalagent
 
@@ -442,3 +452,66 @@ def test_generated_parts_come_from_the_code() -> None:
     filled = generated.fill("a\n<!-- generated:env-table -->\nb")
     assert "RAG_MEMORY_RELEVANCE_THRESHOLD" in filled and "generated:" not in filled
     assert "`retrievalagent graph`" in generated.cli_help_markdown()
+    # the trace table: one group of rows per node's event, one row per key it declares
+    from retrievalagent.trace import EVENTS, fields
+
+    listed: dict[str, set[str]] = {}
+    node = ""
+    for row in generated.trace_table_markdown().splitlines()[2:]:
+        cells = [c.strip().strip("`") for c in row.strip("|").split(" | ")]
+        node = cells[0] or node
+        listed.setdefault(node, set()).add(cells[1])
+    assert {n: {k for k in keys if "." not in k} for n, keys in listed.items()} == {
+        n: {f.key for f in fields(event)} for n, event in EVENTS.items()
+    }
+    assert {"memory_key", "memory_kind"} <= listed["final_grade"]
+    assert {"mode", "waited_ms", "conversation.facts"} <= listed["write_memory"]
+    assert "| `by_role` |" in generated.trace_usage_markdown()
+
+
+def test_models_page_names_every_part_override_can_swap() -> None:
+    from retrievalagent import RetrievalAgent
+
+    page = (DOCS / "models.md").read_text()
+    for name in inspect.signature(RetrievalAgent.override).parameters:
+        if name != "self":
+            assert f"`{name}=" in page, f"docs/models.md does not name override({name}=...)"
+
+
+def _reference_targets() -> set[str]:
+    """What docs/reference.md documents: each ``::: target`` and the members it lists."""
+    page = (DOCS / "reference.md").read_text(encoding="utf-8")
+    found: set[str] = set()
+    for block in re.split(r"^(?=::: )", page, flags=re.M)[1:]:
+        target = block.split()[1]
+        found.add(target)
+        members = re.search(r"members: \[([^\]]*)\]", block)
+        if members:
+            found |= {f"{target}.{m.strip()}" for m in members.group(1).split(",")}
+    return found
+
+
+def test_reference_lists_every_public_name_and_no_private_one() -> None:
+    """A name the docs, README or examples use from the package is in the API reference,
+    and the reference documents only public names (in their module's ``__all__``)."""
+    import importlib
+
+    import retrievalagent
+
+    documented = _reference_targets()
+    for target in sorted(documented):
+        assert not any(p.startswith("_") for p in target.split(".")), target
+        module, _, name = target.rpartition(".")
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(target)
+            continue  # a module (retrievalagent.server)
+        assert name in importlib.import_module(module).__all__, f"{target} is not exported"
+    used = {f"retrievalagent.{name}" for name in retrievalagent.__all__}
+    texts = [p.read_text(encoding="utf-8") for p in doc_pages() if p.name != "reference.md"]
+    texts += [(ROOT / "README.md").read_text(encoding="utf-8")]
+    texts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("*.py"))]
+    for text in texts:
+        for module, names in re.findall(r"from (retrievalagent\.[a-z]\w*) import ([\w, ]+)", text):
+            used |= {f"{module}.{n.strip()}" for n in names.split(",") if n.strip()}
+        used |= set(re.findall(r"\bretrievalagent\.[a-z]\w*\.[A-Za-z]\w*", text))
+    assert sorted(used - documented) == []

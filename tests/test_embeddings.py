@@ -24,6 +24,38 @@ def test_vectors_are_normalised_deterministic_and_meaningful(minilm_model) -> No
     assert np.allclose(minilm_model.embed_query(texts[0]), vectors[0], atol=1e-6)
 
 
+def test_short_texts_are_not_padded_to_a_long_ones_length(
+    minilm_model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's time grows with the tokens it runs, padding included: the few texts of
+    mixed lengths one conversation gives ``remember`` must not all be padded to the longest."""
+    runs: list[tuple[int, int, int]] = []
+    session = minilm_model._session
+    run = session.run
+
+    def counted(outputs, feeds):
+        ids, mask = feeds["input_ids"], feeds["attention_mask"]
+        runs.append((ids.shape[0], ids.shape[1], int(mask.sum())))
+        return run(outputs, feeds)
+
+    monkeypatch.setattr(session, "run", counted)
+    texts = [
+        "ok",
+        "thanks, that helps!",
+        "yes please",
+        "My cluster runs PostgreSQL 13 on Debian 11, and the nightly backup job has failed three "
+        "times this week with a timeout on the largest table; the disk is 80% full.",
+    ]
+    vectors = minilm_model.embed_array(texts)
+    padded = sum(n * width for n, width, _ in runs)
+    tokens = sum(real for _, _, real in runs)
+    assert padded <= 1.25 * tokens, runs
+    assert min(width for _, width, _ in runs) <= 4, runs  # "ok" is [CLS] ok [SEP]
+    monkeypatch.undo()
+    for text, vector in zip(texts, vectors, strict=True):  # the same vectors as one by one
+        assert np.allclose(minilm_model.embed_query(text), vector, atol=1e-6)
+
+
 def test_truncation_is_256_tokens_not_the_files_128(minilm_model) -> None:
     encoding = minilm_model._tokenizer.encode("word " * 1000)
     assert len(encoding.ids) == 256

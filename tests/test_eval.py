@@ -352,3 +352,286 @@ def test_cli_rerank_option_names_a_compressor() -> None:
     assert isinstance(made, BaseDocumentCompressor)
     with pytest.raises(typer.BadParameter, match="module:attribute"):
         load_reranker("flashrank")
+
+
+# -- eval searches as the agent does -----------------------------------------------------------
+
+_MEANINGS = (
+    "the intake fan is blocked by dust",
+    "the battery is too cold to charge",
+    "the lid sensor reports an open lid",
+    "the water tank is empty",
+    "the firmware update was interrupted",
+    "the heating element is disconnected",
+    "the pump runs dry",
+    "the door lock is jammed",
+    "the network cable is unplugged",
+    "the clock lost its time after a power cut",
+    "the filter needs replacing",
+    "the display ribbon is loose",
+)
+
+
+def _full_width(text: str) -> str:
+    """``text`` with its ASCII letters, digits and signs in their full-width forms."""
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def _write_beir(folder: Path, corpus: str, queries: str, qrels: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "qrels").mkdir(exist_ok=True)
+    (folder / "corpus.jsonl").write_text(corpus, encoding="utf-8")
+    (folder / "queries.jsonl").write_text(queries, encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text(qrels, encoding="utf-8")
+    return folder
+
+
+def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+@pytest.fixture(scope="module")
+def coded_beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Twelve error codes, each explained by one entry; the queries are typed in full width
+    (``ｗｈａｔ ｄｏｅｓ ＱＭ－４８９８ ｍｅａｎ``), as an East Asian keyboard writes them."""
+    codes = [4898 + 37 * i for i in range(len(_MEANINGS))]
+    corpus = [
+        {"_id": f"d{i}", "title": f"QM-{code}", "text": f"Code QM-{code} means {meaning}."}
+        for i, (code, meaning) in enumerate(zip(codes, _MEANINGS, strict=True))
+    ]
+    queries = [
+        {"_id": f"q{i}", "text": _full_width(f"what does QM-{c} mean")} for i, c in enumerate(codes)
+    ]
+    qrels = "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(len(codes)))
+    return _write_beir(tmp_path_factory.mktemp("coded"), _jsonl(corpus), _jsonl(queries), qrels)
+
+
+@pytest.fixture(scope="module")
+def coded_report(coded_beir: Path, minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    data = tmp_path_factory.mktemp("coded-data")
+    report = evaluate(
+        beir=coded_beir, tune=True, embeddings=minilm, data_dir=data, collection="coded",
+        progress=False,
+    )  # fmt: skip
+    report.data_dir = data
+    return report
+
+
+def test_eval_scores_full_width_queries_as_the_agent_searches_them(
+    coded_beir: Path, coded_report: Any, minilm: Any
+) -> None:
+    from retrievalagent import init_agent
+
+    test = load_beir(coded_beir)
+    assert "ＱＭ－" in next(iter(test.queries.values()))
+    with init_agent("coded", data_dir=coded_report.data_dir, embeddings=minilm) as rag:
+        run = {
+            q: first_occurrences(h["metadata"]["doc_id"] for h in rag.search(text, top_k=10))
+            for q, text in test.queries.items()
+        }
+    agent = mean_scores(run, test.qrels)["ndcg@10"]
+    assert agent > 0.9
+    assert coded_report.run("hybrid")["ndcg@10"] == round(agent, 4)
+    assert coded_report.run("bm25")["ndcg@10"] > 0.9  # the normalised query finds the code
+    tuned = coded_report.tuned
+    assert tuned["test_queries"] == 6
+    assert tuned["reproduced_test_ndcg@10"] == tuned["test_ndcg@10"]
+    assert tuned["reproduced_mismatches"] == 0 and coded_report.warnings == []
+
+
+def test_the_reproduced_check_reports_a_run_the_agent_would_not_return(
+    coded_beir: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrievalagent.eval._evaluate as module
+
+    real = module.Setting.fuser
+
+    def backwards(self: Any) -> Any:  # a fault in eval's own fusion, not the agent's
+        fuse = real(self)
+        return lambda dense, lexical, coverage: list(reversed(fuse(dense, lexical, coverage)))
+
+    monkeypatch.setattr(module.Setting, "fuser", backwards)
+    report = evaluate(
+        beir=coded_beir, tune=True, embeddings=minilm, backend_url=":memory:", progress=False
+    )
+    assert report.tuned["reproduced_mismatches"] == report.tuned["test_queries"]
+    assert report.tuned["reproduced_test_ndcg@10"] != report.tuned["test_ndcg@10"]
+    assert any("agent" in w and "12 of 12 queries" in w for w in report.warnings)
+
+
+# -- bad input is an error that names the option --------------------------------------------
+
+_CORPUS = _jsonl([{"_id": f"d{i}", "text": f"Passage {i} about topic {i}."} for i in range(3)])
+_QUERIES = _jsonl([{"_id": f"q{i}", "text": f"topic {i}"} for i in range(3)])
+_QRELS = "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(3))
+_ARRAY = json.dumps([{"_id": "d0", "text": "Passage 0."}]) + "\n"
+_PRETTY_ARRAY = json.dumps([{"_id": "d0", "text": "Passage 0."}], indent=2) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("corpus", "queries", "qrels", "expected"),
+    [
+        ("", _QUERIES, _QRELS, "corpus.jsonl holds no documents"),
+        ("\n\n", _QUERIES, _QRELS, "corpus.jsonl holds no documents"),
+        (_ARRAY, _QUERIES, _QRELS, "a JSON array, not JSON lines"),
+        (_PRETTY_ARRAY, _QUERIES, _QRELS, "a JSON array, not JSON lines"),
+        (_CORPUS + _jsonl([{"_id": "d1", "text": "again"}]), _QUERIES, _QRELS, "'d1' twice"),
+        (_CORPUS, _QUERIES + _jsonl([{"_id": "q2", "text": "again"}]), _QRELS, "'q2' twice"),
+        (_CORPUS, _QUERIES, _QRELS + "q0\td1\n", "test.tsv:5: not a qrels row"),
+        (_CORPUS, _QUERIES, _QRELS + "q0\td1\thigh\n", "test.tsv:5: not a qrels row"),
+        (_CORPUS, _QUERIES, "q0\td7\t1\nq1\td8\t1\n", "none of the 2 judged documents"),
+    ],
+    ids=[
+        "empty-corpus",
+        "blank-corpus",
+        "array",
+        "pretty-array",
+        "duplicate-doc",
+        "duplicate-query",
+        "two-columns",
+        "word-grade",
+        "no-known-document",
+    ],
+)
+def test_a_bad_beir_folder_is_an_error_naming_the_option(
+    tmp_path: Path, corpus: str, queries: str, qrels: str, expected: str
+) -> None:
+    folder = _write_beir(tmp_path / "set", corpus, queries, qrels)
+    out = CliRunner().invoke(
+        app, ["eval", "--beir", str(folder), "--data-dir", str(tmp_path / "data")]
+    )
+    assert out.exit_code == 1, out.output
+    text = " ".join(out.output.split())
+    assert expected in text and "--beir" in text and "beir=" not in text
+    assert "Traceback" not in out.output
+    assert not (tmp_path / "data").exists()  # refused before anything was indexed
+
+
+def test_a_beir_folder_with_a_utf8_bom_is_read_as_ingest_reads_it(tmp_path: Path) -> None:
+    bom = "\ufeff"
+    folder = _write_beir(tmp_path / "set", bom + _CORPUS, bom + _QUERIES, bom + _QRELS)
+    test = load_beir(folder)
+    assert set(test.queries) == {"q0", "q1", "q2"} and test.qrels["q0"] == {"d0": 1}
+    assert [d.metadata["doc_id"] for d in test.documents] == ["d0", "d1", "d2"]
+    assert test.warnings == []
+
+
+def test_qrels_naming_unknown_documents_are_a_warning_with_the_count(tmp_path: Path) -> None:
+    qrels = _QRELS + "q0\td8\t1\nq1\td9\t2\nq9\td0\t1\n"
+    test = load_beir(_write_beir(tmp_path / "set", _CORPUS, _QUERIES, qrels))
+    assert test.qrels["q0"] == {"d0": 1} and test.qrels["q1"] == {"d1": 1}
+    assert any("2 judgement(s) name documents not in corpus.jsonl" in w for w in test.warnings)
+    assert any("1 judgement(s) name queries not in queries.jsonl" in w for w in test.warnings)
+
+
+def test_the_command_prints_the_warnings(
+    tmp_path: Path, minilm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrievalagent.eval._evaluate as module
+
+    real = module.evaluate
+    monkeypatch.setattr("retrievalagent.eval.evaluate", lambda **kw: real(embeddings=minilm, **kw))
+    folder = _write_beir(tmp_path / "set", _CORPUS, _QUERIES, _QRELS + "q0\td9\t1\n")
+    out = CliRunner().invoke(app, ["eval", "--beir", str(folder), "--backend-url", ":memory:"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "warning: --beir" in text and "1 judgement(s) name documents not in corpus" in text
+    assert "nDCG@10" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("", "holds no questions"),
+        ("\n  \n", "holds no questions"),
+        (json.dumps([{"question": "what?", "relevant": ["a.md"]}]), "a JSON array, not JSON lines"),
+        (
+            _jsonl(
+                [
+                    {"id": "a", "question": "what?", "relevant": ["a.md"]},
+                    {"id": "a", "question": "why?", "relevant": ["b.md"]},
+                ]
+            ),
+            "'a' twice",
+        ),
+    ],
+    ids=["empty", "blank", "array", "duplicate-id"],
+)
+def test_a_bad_questions_file_is_an_error_naming_the_option(
+    tmp_path: Path, content: str, expected: str
+) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(content)
+    out = CliRunner().invoke(
+        app, ["eval", "--questions", str(questions), "-c", "x", "--data-dir", str(tmp_path / "d")]
+    )
+    assert out.exit_code == 1, out.output
+    text = " ".join(out.output.split())
+    assert expected in text and "--questions" in text and "questions=" not in text
+
+
+def test_a_relevant_entry_that_matches_nothing_is_an_error(make_agent: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "vault.md").write_text("# Vault\n\nThe vault lives in /var/lib/vault.\n")
+    rag = make_agent("notes", backend_url=None, data_dir=data)
+    rag.add_documents(folder)
+    rag.close()
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        _jsonl([
+            {"question": "Where is the vault?", "relevant": ["vault.md"]},
+            {"id": "typo", "question": "Where is it?", "relevant": ["valut.md", "vault.md"]},
+        ])
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"question 'typo'.*'valut\.md' matches no"):
+        evaluate(
+            questions=questions, collection="notes", data_dir=data, progress=False,
+            embeddings=rag.embeddings,
+        )  # fmt: skip
+
+
+def test_run_out_and_tune_are_checked_before_anything_is_indexed(
+    coded_beir: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    args = ["eval", "--beir", str(coded_beir), "--data-dir", str(data)]
+    out = CliRunner().invoke(app, [*args, "--run-out", str(tmp_path)])
+    assert out.exit_code == 1 and "--run-out" in out.output and "is a folder" in out.output
+    out = CliRunner().invoke(app, [*args, "--plot", str(tmp_path)])
+    assert out.exit_code == 1 and "--plot" in out.output and "is a folder" in out.output
+    assert not data.exists()
+    few = _write_beir(tmp_path / "few", _CORPUS, _QUERIES, _QRELS)
+    out = CliRunner().invoke(app, ["eval", "--beir", str(few), "--data-dir", str(data), "--tune"])
+    assert out.exit_code == 1, out.output
+    assert "--tune needs" in " ".join(out.output.split()) and "have 3" in out.output
+    assert not data.exists()
+
+
+def test_an_empty_docs_folder_says_no_documents(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    out = CliRunner().invoke(
+        app, ["eval", "--docs", str(tmp_path / "empty"), "--data-dir", str(tmp_path / "data")]
+    )
+    assert out.exit_code == 1 and "no documents" in out.output and "--docs" in out.output
+
+
+# -- derived sets ------------------------------------------------------------------------------
+
+
+def test_headings_that_differ_by_a_digit_or_a_letter_are_different_queries(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "errors.md"
+    page.write_text(
+        "# Quillmate Error E3\n\nThe lid is open.\n\n"
+        "# Quillmate Error E7\n\nThe base plate sensor is too hot.\n\n"
+        "# Quillmate error: E7\n\nSee above.\n\n"  # the same heading, punctuated otherwise
+        "# Reset step 1\n\nHold the button.\n\n# Reset step 2\n\nRelease it.\n"
+    )
+    test = derive_from_headings(page, 1000, 120)
+    assert sorted(test.queries.values()) == [
+        "Quillmate Error E3", "Reset step 1", "Reset step 2",
+    ]  # fmt: skip
+    assert any("2 heading not unique" in note for note in test.notes)

@@ -88,9 +88,11 @@ def test_mem0_memory_learns_for_one_user_only(tmp_path: Path) -> None:
     out = run_example("mem0_memory.py", tmp_path)
     fact = _line(out, "fact chosen for memory:")
     assert "backup" in fact and "snapshot" in fact  # the user's word and the corpus's word
-    assert "'landed': 1" in out and "'failed': 0" in out
+    assert "'landed': 2" in out and "'failed': 0" in out  # the fact and the exchange
     recalled = _line(out, "alice recalled:")
     assert "backup" in recalled and "snapshot" in recalled
+    assert "  [search_fact] " in out  # the fact, and what she asked before, dated
+    assert "  [conversation] user: How long is a backup kept?" in out
     # only the documents' word is searched for: the user's word is absent from the corpus
     assert _line(out, "memory terms added to BM25:").startswith("snapshot")
     assert _line(out, "bob recalled:") == "(nothing)"
@@ -101,6 +103,8 @@ def test_store_memory_sync_and_async(tmp_path: Path) -> None:
     stored = _line(out, "stored for alice:")
     assert "backup" in stored and "snapshot" in stored
     assert _line(out, "alice recalled (async):") == stored
+    assert _line(out, "said by alice:").startswith("user: How long is a backup kept?")
+    assert "How long is a backup kept?" in _line(out, "alice's earlier exchange (async):")
     assert _line(out, "carol recalled (async):") == "-"
 
 

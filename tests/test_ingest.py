@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from retrievalagent import IngestError, init_agent
+from retrievalagent import ConfigError, IngestError, init_agent
 from retrievalagent.errors import IndexLockedError, VectorIndexError
 
 
@@ -114,6 +114,40 @@ def test_bad_inputs_raise_clear_errors(make_agent, tmp_path: Path) -> None:
     with pytest.raises(IngestError, match="type int"):
         rag.add_documents([42])
     assert rag.count() == 0
+
+
+@pytest.mark.parametrize(
+    "typo", ["./my-notes", "docs/notes.md", "docs/notes", "A/nope", "~/no-such-notes", "notes.txt"]
+)
+def test_a_string_that_looks_like_a_missing_path_is_an_error(
+    make_agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, typo: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rag = make_agent()
+    with pytest.raises(IngestError, match=f"cannot ingest .*{Path(typo).name}: no such file"):
+        rag.add_documents(typo)
+    assert rag.count() == 0
+    # a sentence is text, also with a slash in it or a path-like word
+    rag.add_documents(["The ferry and/or the bus leave at noon.", "my notes"])
+    assert len(rag.sources()) == 2
+
+
+def test_range_filters_need_finite_numbers(make_agent) -> None:
+    rag = make_agent()
+    rag.add_documents(Document("Opening hours: 9 to 18.", metadata={"year": 2023}))
+    assert len(rag.search("opening hours", filter={"year": {"gte": 2020.5}})) == 1
+    for bad, problem in (
+        ("x", "a number"),
+        (float("nan"), "a finite number"),
+        (float("inf"), "a finite number"),
+        (True, "a number"),
+        (None, "a number"),
+    ):
+        with pytest.raises(ConfigError, match=f"filter 'year': gt must be {problem}"):
+            rag.search("opening hours", filter={"year": {"gt": bad}})
+    with pytest.raises(ConfigError, match="filter 'year': lte must be a number"):
+        rag.delete_documents(filter={"year": {"lte": "2025"}})
+    assert rag.count() == 1
 
 
 def test_embedded_index_persists_across_agents(minilm, tmp_path: Path, docs: Path) -> None:

@@ -6,8 +6,13 @@ reports show), on the real embedded index and the real packaged embedder.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +241,7 @@ def test_a_damaged_index_is_one_clear_error(tmp_path: Path, minilm, docs: Path) 
 def test_a_file_left_partial_by_an_older_version_is_not_called_unchanged(
     make_agent, docs: Path
 ) -> None:
-    from retrievalagent.retrieval import Condition
+    from retrievalagent.index import Condition
 
     rag = make_agent()
     faq = docs / "faq.md"
@@ -292,7 +297,7 @@ def test_an_index_the_os_will_not_open_is_not_called_damaged(
     tmp_path: Path, cause: BaseException, reason: str
 ) -> None:
     from retrievalagent import VectorIndexError
-    from retrievalagent.retrieval._edge import _engine_errors
+    from retrievalagent.index._edge import _engine_errors
 
     index = tmp_path / "data" / "docs" / "index"
     index.mkdir(parents=True)
@@ -306,7 +311,7 @@ def test_an_index_the_os_will_not_open_is_not_called_damaged(
 
 def test_a_file_missing_inside_an_index_is_still_called_damaged(tmp_path: Path) -> None:
     from retrievalagent import VectorIndexError
-    from retrievalagent.retrieval._edge import _engine_errors
+    from retrievalagent.index._edge import _engine_errors
 
     index = tmp_path / "docs" / "index"
     index.mkdir(parents=True)
@@ -315,3 +320,128 @@ def test_a_file_missing_inside_an_index_is_still_called_damaged(tmp_path: Path) 
             f"failed to open {index}/segments/x/status.dat: No such file (os error 2)"
         )
     assert "may be damaged" in str(error.value) and "--rebuild" in str(error.value)
+
+
+# Run as root with the effective user switched to "nobody" around the second ingest:
+# root reads any folder, so only an unprivileged user meets a real permission error.
+# (Python's own files stay where root keeps them, so the first ingest, as root, also
+# loads every module the second one needs.)
+_UNREADABLE_SUBFOLDER = """
+import json, os, sys
+from pathlib import Path
+from retrievalagent import IngestError, init_agent
+from retrievalagent.embeddings import MiniLMEmbeddings
+
+folder, data = Path(sys.argv[1]), Path(sys.argv[2])
+out = {}
+with init_agent("walk", embeddings=MiniLMEmbeddings(), data_dir=data) as rag:
+    rag.add_documents(folder)
+    out["before"] = sorted(rag.sources())
+    (folder / "closed").chmod(0)
+    os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        report = rag.add_documents(folder)
+        out["report"] = str(report)
+    except IngestError as exc:
+        out["error"] = str(exc)
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+        (folder / "closed").chmod(0o755)
+    out["after"] = sorted(rag.sources())
+print(json.dumps(out))
+"""
+
+
+def test_an_unreadable_subfolder_is_an_error_and_removes_nothing(tmp_path: Path) -> None:
+    if os.geteuid() != 0:  # pragma: no cover - CI and the dev machines run as root
+        pytest.skip("switching to an unprivileged user needs root")
+    with tempfile.TemporaryDirectory() as shared:  # under /tmp: "nobody" can reach it
+        folder = Path(shared) / "docs"
+        (folder / "closed").mkdir(parents=True)
+        Path(shared).chmod(0o755)
+        folder.chmod(0o755)
+        (folder / "open.md").write_text("# Harbour\n\nThe harbour opens at dawn.\n")
+        (folder / "closed" / "in.md").write_text("# Ferry\n\nThe ferry leaves at noon.\n")
+        run = subprocess.run(
+            [sys.executable, "-c", _UNREADABLE_SUBFOLDER, str(folder), str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stderr
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+    closed = (folder / "closed").as_posix()
+    assert "report" not in out, out
+    assert closed in out["error"] and "permission denied" in out["error"].lower()
+    assert out["after"] == out["before"] and len(out["before"]) == 2
+
+
+def test_a_broken_symlink_in_a_folder_is_skipped_with_a_warning(
+    make_agent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "real.md").write_text("# Harbour\n\nThe harbour opens at dawn.\n")
+    (folder / "gone.md").symlink_to(tmp_path / "elsewhere.md")
+    rag = make_agent()
+    with caplog.at_level(logging.WARNING):
+        report = rag.add_documents(folder)
+    assert report.sources == 1
+    warning = " ".join(r.getMessage() for r in caplog.records)
+    assert str(folder / "gone.md") in warning and "broken symlink" in warning
+
+
+def test_ctrl_c_counts_unchanged_and_empty_sources_as_finished(
+    make_agent, minilm, docs: Path
+) -> None:
+    rag = make_agent()
+    rag.add_documents(docs)
+    total = len(rag.sources())
+    (docs / "empty.md").write_text("")
+    (docs / "new.md").write_text("# Lighthouse\n\nThe keeper logs every ship at night.\n")
+    with (
+        rag.override(ingest_embeddings=InterruptAfter(minilm, calls=0)),
+        pytest.raises(IngestInterrupted) as stop,
+    ):
+        rag.add_documents(docs)
+    # every source but the new one is as it should be: unchanged, or empty and indexed so
+    assert f"interrupted: {total + 1} of {total + 2} source(s) finished" in str(stop.value)
+    finished = stop.value.report.finished_sources
+    assert (docs / "new.md").resolve().as_posix() not in finished
+    assert (docs / "empty.md").resolve().as_posix() in finished
+
+
+def test_a_file_of_headings_only_is_indexed_not_called_empty(make_agent, tmp_path: Path) -> None:
+    rag = make_agent()
+    release = tmp_path / "release.md"
+    release.write_text("# Release 2.6 fixed the temperature overshoot\n")
+    contents = tmp_path / "contents.md"
+    contents.write_text(
+        "# Handbook\n\n## Installing the boiler\n\n## Bleeding the radiators\n\n"
+        "### Which valve comes first\n"
+    )
+    report = rag.add_documents([release, contents])
+    assert report.empty_sources == [] and report.added_chunks >= 2
+    hit = rag.search("temperature overshoot", top_k=1)[0]
+    assert hit["source"] == release.resolve().as_posix()
+    assert "Release 2.6 fixed the temperature overshoot" in hit["text"]
+    hit = rag.search("bleeding radiators valve", top_k=1)[0]
+    assert hit["source"] == contents.resolve().as_posix()
+    assert "Bleeding the radiators" in hit["text"] and "Which valve comes first" in hit["text"]
+
+
+def test_windows_1252_text_is_read_as_windows_1252_and_the_warning_says_so(
+    make_agent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rag = make_agent()
+    path = tmp_path / "prices.txt"
+    text = "\u201cHello\u201d \u2013 the tour costs 40 \u20ac, caf\u00e9 included\u2026\n"
+    path.write_bytes(text.encode("cp1252"))
+    with caplog.at_level(logging.WARNING):
+        rag.add_documents(path)
+    [hit] = rag.search("tour costs", top_k=1)
+    assert hit["text"] == text.strip()
+    warning = " ".join(r.getMessage() for r in caplog.records)
+    assert str(path) in warning and "read as Windows-1252" in warning

@@ -59,16 +59,16 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm: Any) -> Iter
 
 
 async def test_make_graph_builds_from_env_and_caches(served: Any) -> None:
-    graph = await served.make_graph({"configurable": {}})
-    again = await served.make_graph({"configurable": {"thread_id": "t", "user_id": "u"}})
-    assert graph is again  # one agent per collection, shared by every run
+    async with served.make_graph({"configurable": {}}) as graph:
+        state = await graph.ainvoke({"question": "How long is a snapshot kept?"})
+    async with served.make_graph({"configurable": {"thread_id": "t", "user_id": "u"}}) as again:
+        assert graph is again  # one agent per collection, shared by every run
     assert graph.checkpointer is None  # LangGraph Server brings its own
-    state = await graph.ainvoke({"question": "How long is a snapshot kept?"})
     assert "thirty days" in state["answer"]
 
-    other = await served.make_graph({"configurable": {"collection": "other"}})
-    assert other is not graph
-    state = await other.ainvoke({"messages": [("user", "When does the canteen open?")]})
+    async with served.make_graph({"configurable": {"collection": "other"}}) as other:
+        assert other is not graph
+        state = await other.ainvoke({"messages": [("user", "When does the canteen open?")]})
     assert "noon" in state["answer"]
 
 
@@ -80,8 +80,62 @@ def test_agent_for_reads_the_assistant_config(served: Any) -> None:
     with_memory = served.agent_for({"configurable": {"memory": "true"}})
     assert with_memory.memory_backend_name == "mem0"
     assert served.agent_for({"configurable": {}}).memory is None
-    with pytest.raises(ConfigError, match=r"configurable\.memory"):
-        served.agent_for({"configurable": {"memory": 3}})
+    assert served.agent_for({"configurable": {"memory": "off"}}).memory is None
+    for unclear in (3, "maybe", "treu", None):
+        with pytest.raises(ConfigError, match=r"configurable\.memory must be true or false"):
+            served.agent_for({"configurable": {"memory": unclear}})
+
+
+def test_unknown_collections_are_refused_and_nothing_is_created(
+    served: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrievalagent import ConfigError
+
+    data = tmp_path / "data"
+    before = sorted(p.name for p in data.iterdir())
+    for name in ("nope", "made-up-1", "Served"):
+        with pytest.raises(ConfigError, match=rf"collection '{name}' does not exist"):
+            served.agent_for({"configurable": {"collection": name}})
+    with pytest.raises(ConfigError, match="collection=''"):
+        served.agent_for({"configurable": {"collection": ""}})
+    with pytest.raises(ConfigError, match=r"collection='\.\./x'"):
+        served.agent_for({"configurable": {"collection": "../x"}})
+    assert sorted(p.name for p in data.iterdir()) == before  # no folder for any of them
+
+    # The operator's list: an existing collection it leaves out is refused too.
+    monkeypatch.setenv("RAG_SERVE_COLLECTIONS", "served, archive")
+    assert served.agent_for(None).collection == "served"
+    with pytest.raises(ConfigError, match=r"'other' is not served here; .* archive, served"):
+        served.agent_for({"configurable": {"collection": "other"}})
+    monkeypatch.setenv("RAG_SERVE_COLLECTIONS", "served,../etc")
+    with pytest.raises(ConfigError, match=r"RAG_SERVE_COLLECTIONS: collection='\.\./etc'"):
+        served.agent_for({"configurable": {"collection": "other"}})
+
+
+async def test_the_agent_cache_is_bounded_and_evicted_agents_are_closed(
+    served: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RAG_SERVE_MAX_AGENTS=1: a second collection closes the first agent, but only once
+    the run holding it has finished; the first collection is then opened anew."""
+    from retrievalagent import VectorIndexError
+
+    monkeypatch.setenv("RAG_SERVE_MAX_AGENTS", "1")
+    question = {"question": "How long is a snapshot kept?"}
+    async with served.make_graph({"configurable": {}}) as first:
+        first_agent = served.agent_for(None)
+        async with served.make_graph({"configurable": {"collection": "other"}}) as other:
+            await other.ainvoke({"question": "When does the canteen open?"})
+        # evicted by "other", still open: this run holds it
+        assert "thirty days" in (await first.ainvoke(question))["answer"]
+    with pytest.raises(VectorIndexError, match="not open"):
+        first_agent.count()  # closed when its run ended
+    async with served.make_graph({"configurable": {}}) as reopened:
+        assert reopened is not first
+        assert "thirty days" in (await reopened.ainvoke(question))["answer"]
+    other_agent = served.agent_for({"configurable": {"collection": "other"}})
+    served.agent_for(None)  # evicts "other", which no run holds: closed at once
+    with pytest.raises(VectorIndexError, match="not open"):
+        other_agent.count()
 
 
 # -- the real server -----------------------------------------------------------------------
@@ -173,7 +227,7 @@ def langgraph_dev(tmp_path: Path, minilm: Any) -> Iterator[str]:
         log.close()
 
 
-def test_langgraph_dev_serves_the_agent(langgraph_dev: str) -> None:
+def test_langgraph_dev_serves_the_agent(langgraph_dev: str, tmp_path: Path) -> None:
     from langgraph_sdk import get_client
 
     async def scenario() -> None:
@@ -214,5 +268,21 @@ def test_langgraph_dev_serves_the_agent(langgraph_dev: str) -> None:
             None, other["assistant_id"], input={"question": "When does the canteen open?"}
         )
         assert "noon" in reply["answer"]
+
+        # A collection nobody indexed is refused (no folder, no agent kept for it), and so
+        # is a memory choice that is neither true nor false; the client reads why.
+        for config, why in (
+            ({"collection": "made-up"}, "ConfigError: collection 'made-up' does not exist"),
+            ({"memory": "maybe"}, "ConfigError: configurable.memory must be true or false"),
+        ):
+            bad = await client.assistants.create("retrievalagent", config={"configurable": config})
+            thread = await client.threads.create()
+            with pytest.raises(Exception, match=why):
+                await client.runs.wait(
+                    thread["thread_id"], bad["assistant_id"], input={"question": "What is LF-409?"}
+                )
+            [run] = await client.runs.list(thread["thread_id"])
+            assert run["status"] == "error"
+        assert not (tmp_path / "data" / "made-up").exists()
 
     asyncio.run(scenario())

@@ -1,7 +1,8 @@
-"""Offline learning: with no LLM, the evidence grader proposes alias facts, and they help."""
+"""Offline learning: with no LLM, the evidence grader proposes search facts, and they help."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def test_no_alias_search_without_a_memory_backend(offline: Callable[..., Any]) -
     """Nowhere to store a fact: the grader grades, but spends nothing on proposing one."""
     rag = offline()
     assert rag.grader.aliases is None
-    state = rag.invoke(ALIASES["repository"]["question"])
+    state = rag.invoke(ALIASES["password"]["question"])
     assert state.grade["sufficient"] and state.grade["confidence"] > 0
     assert not state.grade["memory_worth_storing"] and state.memory_fact == ""
 
@@ -96,9 +97,9 @@ def test_nothing_is_learned_from_a_question_that_is_only_an_unknown_word(
     for question in BARE_UNKNOWN_WORDS:
         state = rag.invoke(question, config={"configurable": {"user_id": "u"}})
         assert state.memory_fact == "", (question, state.grade)
-    assert rag.list_memories("u") == []
+    assert [m for m in rag.list_memories("u") if m["kind"] != "conversation"] == []
     later = rag.invoke("Is RPO the same as a snapshot?", config={"configurable": {"user_id": "u"}})
-    assert later.memory_context == ""
+    assert later.memory_terms == "" and "search hints" not in later.memory_context
 
 
 # A corpus written for the next test: the user says "car", the documents never do. Dense
@@ -169,9 +170,10 @@ def test_memory_improves_retrieval_without_an_llm(
     first = rag.invoke(CAR_QUESTION, config=config)
     assert first.memory_context == "" and rank(first.sources) >= 2
     assert first.memory_fact == '"car" is called "vehicle" in these documents'
-    assert rag.drain_background(timeout=30) == {"landed": 1, "failed": 0, "pending": 0}
+    # the fact, and the exchange (conversation memory)
+    assert rag.drain_background(timeout=30) == {"landed": 2, "failed": 0, "pending": 0}
     second = rag.invoke(CAR_QUESTION, config=config)
-    assert trace_events(second, "read_memory")[0].get("n_kept") == 1, second.trace
+    assert trace_events(second, "read_memory")[0].get("n_facts") == 1, second.trace
     assert "vehicle" in trace_events(second, "lexical_search")[0]["memory_terms"].split()
     assert rank(second.sources) == 0
     # known already: nothing new is stored (the offline grader does not propose it again)
@@ -179,8 +181,8 @@ def test_memory_improves_retrieval_without_an_llm(
         "already_known",
         "not_worth_storing",
     )
-    assert rag.drain_background(timeout=30)["landed"] == 1
-    assert len(rag.list_memories("ops")) == 1
+    assert rag.drain_background(timeout=30)["landed"] == 3  # and the second exchange
+    assert len([m for m in rag.list_memories("ops") if m["kind"] == "search_fact"]) == 1
 
 
 LONG_PHRASINGS = [
@@ -215,15 +217,63 @@ def test_a_learned_alias_is_recalled_whatever_words_surround_it(
     for question in LONG_PHRASINGS:
         state = rag.invoke(question, config=ops)
         (read,) = trace_events(state, "read_memory")
-        assert [(i["kind"], i["matched"]) for i in read["items"]] == [("search_fact", "alias")]
+        facts = [(i["kind"], i["matched"]) for i in read["items"] if i["kind"] != "conversation"]
+        assert facts == [("search_fact", "alias")]
         # recalled by the word, not by meaning: these phrasings are far from the taught one
         assert read["best_similarity"] is None or read["best_similarity"] < 0.9
         assert trace_events(state, "lexical_search")[0]["memory_terms"] == "vehicle"
         assert rank(state) <= rank(rag.invoke(question, config=stranger)), question
     # a question that does not use the word recalls nothing, however close its topic
     control = rag.invoke("How often should the smoke detector battery be changed?", config=ops)
-    assert trace_events(control, "read_memory")[0]["items"] == []
+    items = trace_events(control, "read_memory")[0]["items"]
+    assert [i for i in items if i["kind"] == "search_fact"] == []
     # the same mapping taught again is not stored twice
     rag.invoke(CAR_QUESTION, config=ops)
     rag.drain_background(timeout=30)
-    assert [m["text"] for m in rag.list_memories("ops")] == [taught.memory_fact]
+    facts = [m["text"] for m in rag.list_memories("ops") if m["kind"] == "search_fact"]
+    assert facts == [taught.memory_fact]
+
+
+# An appliance manual that never names the appliance the user has. "tea" is a word of the
+# corpus (another section, or the manual's title above the error code), never of the
+# passage the answer cites, and only a piece of the user's "teapot".
+TEA_ERROR = (
+    "### E7 Base plate sensor\n\nE7 means the base plate sensor reads a temperature outside "
+    "its range. Unplug the appliance, let the base plate cool for ten minutes, and wipe the "
+    "sensor contacts.\n\n### E3 Dry boil\n\nE3 means the appliance was switched on empty. "
+    "Fill it above the minimum mark.\n\n"
+)
+TEA_BREWING = (
+    "## Brewing tea\n\nGreen tea brews best at 80 degrees; black tea at 100 degrees. Use the "
+    "keep-warm mode to hold the temperature.\n\n## Descaling\n\nDescale it every month with "
+    "citric acid.\n"
+)
+TEA_MANUALS = {
+    "tea in another section": f"# Quillmate Brewer Manual\n\n## Error codes\n\n{TEA_ERROR}"
+    + TEA_BREWING,
+    "tea in the title above": f"# Quillmate Tea Maker\n\n## Error codes\n\n{TEA_ERROR}",
+}
+
+
+@pytest.mark.parametrize("manual", TEA_MANUALS)
+def test_a_piece_of_the_users_word_is_not_learned_as_its_name(
+    make_agent: Callable[..., Any], manual: str
+) -> None:
+    """The question "my teapot shows E7": the answer cites the E7 passage, which never says
+    "tea"; the learner used to store '"teapot" is called "tea"' at 0.97."""
+    rag = make_agent("tea", memory_store=InMemoryStore())
+    rag.add_documents([Document(TEA_MANUALS[manual], metadata={"source": "manual.md"})])
+    state = rag.invoke(
+        "my teapot shows E7 on the base plate sensor", config={"configurable": {"user_id": "u"}}
+    )
+    assert "E7 means" in state.answer and state.grade["sufficient"]
+    fact = state.grade["memory_fact"]
+    assert '"tea"' not in fact and '"pot"' not in fact, state.grade
+    if fact:  # whatever is proposed is a word of a passage the answer cites (or its headings)
+        canonical = fact.split('"')[3]
+        cited = [state.sources[int(n) - 1] for n in re.findall(r"\[(\d+)\]", state.answer)]
+        texts = [" ".join([*s["headings"], s["text"]]).lower() for s in cited]
+        assert any(re.search(rf"\b{re.escape(canonical)}\b", t) for t in texts), state.grade
+    rag.drain_background(timeout=30)
+    facts = [m for m in rag.list_memories("u") if m["kind"] == "search_fact"]
+    assert not any("tea" in m["text"].split('"')[3:4] for m in facts)

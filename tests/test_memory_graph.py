@@ -17,7 +17,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import BackgroundWrites
-from retrievalagent.models._prompts import SEARCH_HINTS_PREFIX
+from retrievalagent.models._prompts import SEARCH_FACTS_PREFIX
 from tests.support.chat import ScriptedChatModel
 from tests.support.memory import mem0_config, trace_events
 
@@ -106,7 +106,7 @@ def test_read_memory_fired_shape_and_state(docs_agent: Callable[..., Any]) -> No
     assert event["memories"] == f"- {FACT}"  # the spec's shape: the recalled text only
     assert event["n_kept"] == 1 and event["n_scanned"] == 2 and event["threshold"] == 0.7
     assert event["items"][0]["kind"] == "search_fact" and event["items"][0]["text"] == FACT
-    assert state.memory_context == f"{SEARCH_HINTS_PREFIX}- {FACT}"  # what the prompt got
+    assert state.memory_context == f"{SEARCH_FACTS_PREFIX}- {FACT}"  # what the prompt got
     assert state.memories[0]["text"] == FACT
 
 
@@ -133,9 +133,12 @@ def test_final_grade_store_and_write_memory_scheduled(docs_agent: Callable[..., 
     assert state.memory_fact == FACT
     (wm,) = trace_events(state, "write_memory")
     assert wm["scheduled"] is True and wm["fact"] == FACT and wm["mode"] == "thread"
-    assert rag.drain_background() == {"landed": 1, "failed": 0, "pending": 0}
+    assert wm["conversation"]["scheduled"] is True  # the exchange is kept too
+    assert rag.drain_background() == {"landed": 2, "failed": 0, "pending": 0}
     (item,) = store.search(("memories", "alice"))
     assert item.value["text"] == FACT and item.value["question"] == QUESTION
+    (said,) = store.search(("conversations", "alice"))
+    assert said.value["text"].startswith(f"user: {QUESTION}")
 
 
 @pytest.mark.parametrize(
@@ -154,7 +157,8 @@ def test_final_grade_not_store(
     assert state.memory_fact == ""
     (wm,) = trace_events(state, "write_memory")
     assert wm["skipped"] == reason and "scheduled" not in wm
-    assert rag.drain_background()["landed"] == 0
+    assert rag.drain_background()["landed"] == 1  # the exchange only
+    assert [m["kind"] for m in rag.list_memories("alice")] == ["conversation"]
 
 
 def test_known_fact_is_not_stored_twice(docs_agent: Callable[..., Any]) -> None:
@@ -199,8 +203,8 @@ def test_memory_changes_bm25_and_prompt_but_not_the_dense_vector(
     assert "passphrase" in lexical["memory_terms"].split()
     first, second = model.prompts[0][0], model.prompts[1][0]
     assert isinstance(first, SystemMessage)
-    assert first.content.startswith(f"{SEARCH_HINTS_PREFIX}- {FACT}\n")
-    assert not str(second.content).startswith(SEARCH_HINTS_PREFIX)
+    assert first.content.startswith(f"{SEARCH_FACTS_PREFIX}- {FACT}\n")
+    assert not str(second.content).startswith(SEARCH_FACTS_PREFIX)
     assert trace_events(with_memory, "generate")[0]["search_hints"] is True
 
 
@@ -209,9 +213,9 @@ def test_invoke_returns_before_a_slow_write_lands(docs_agent: Callable[..., Any]
     store = SlowStore(delay=0.5)
     rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), memory_store=store)
     rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
-    assert rag.background.counts()["pending"] == 1 and store.puts == 0
-    assert rag.drain_background(timeout=10) == {"landed": 1, "failed": 0, "pending": 0}
-    assert store.puts == 1
+    assert rag.background.counts()["pending"] == 2 and store.puts == 0  # fact and exchange
+    assert rag.drain_background(timeout=10) == {"landed": 2, "failed": 0, "pending": 0}
+    assert store.puts == 2
 
 
 async def test_ainvoke_schedules_a_task_for_async_mem0(
@@ -224,7 +228,7 @@ async def test_ainvoke_schedules_a_task_for_async_mem0(
     state = await rag.ainvoke(QUESTION, config={"configurable": {"user_id": "alice"}})
     assert trace_events(state, "write_memory")[0]["mode"] == "task"
     report = await rag.adrain_background(timeout=30)
-    assert report == {"landed": 1, "failed": 0, "pending": 0}
+    assert report == {"landed": 2, "failed": 0, "pending": 0}
     again = await rag.ainvoke(QUESTION, config={"configurable": {"user_id": "alice"}})
     assert FACT in again.memory_context
 
@@ -236,7 +240,7 @@ async def test_ainvoke_runs_a_sync_store_write_on_a_thread(
     rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), memory_store=store)
     state = await rag.ainvoke(QUESTION, config={"configurable": {"user_id": "alice"}})
     assert trace_events(state, "write_memory")[0]["mode"] == "thread"
-    assert (await rag.adrain_background(timeout=10))["landed"] == 1
+    assert (await rag.adrain_background(timeout=10))["landed"] == 2
 
 
 def test_pending_writes_are_bounded() -> None:
@@ -283,11 +287,12 @@ def test_write_error_is_counted_logged_and_traced(
     )
     state = rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
     assert state.answer
-    assert rag.drain_background(timeout=10) == {"landed": 0, "failed": 1, "pending": 0}
+    assert rag.drain_background(timeout=10) == {"landed": 0, "failed": 2, "pending": 0}
     assert "store is down" in caplog.text
     lines = [json.loads(line) for line in trace_file.read_text().splitlines()]
-    late = [e for rec in lines for e in rec["trace"] if e.get("node") == "write_memory"]
-    assert late[-1]["error_type"] == "ConnectionError" and late[-1]["fact"] == FACT
+    late = [e for rec in lines for e in rec["trace"] if e.get("late")]
+    assert {e["error_type"] for e in late} == {"ConnectionError"} and len(late) == 2
+    assert FACT in [e["fact"] for e in late]  # the fact's failure, and the exchange's
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -322,7 +327,8 @@ def _check_isolation(states: dict[str, Any]) -> None:
         others = [fact for u, (fact, _) in USERS.items() if u != user]
         assert mine in state.memory_context
         assert not any(fact in state.memory_context for fact in others)
-        assert all(m["text"] == mine for m in state.memories)
+        facts = [m for m in state.memories if m["kind"] != "conversation"]
+        assert facts and all(m["text"] == mine for m in facts)
 
 
 async def test_concurrent_ainvoke_never_mixes_users(docs_agent: Callable[..., Any]) -> None:
@@ -373,9 +379,12 @@ def test_a_ready_mem0_backend_keeps_its_options(
     rag = docs_agent(model=ScriptedChatModel(grades=[grade(True)]), mem0_memory=backend)
     assert rag.memory is backend and rag.memory.infer is False
     rag.invoke(QUESTION, config={"configurable": {"user_id": "alice"}})
-    assert rag.drain_background(timeout=30) == {"landed": 1, "failed": 0, "pending": 0}
+    assert rag.drain_background(timeout=30) == {"landed": 2, "failed": 0, "pending": 0}
     stored = backend.memory.get_all(filters={"user_id": "alice"})["results"]
-    assert len(stored) == 1 and FACT in stored[0]["memory"]  # as given: nothing extracted
+    facts = [m for m in stored if m["metadata"]["kind"] == "search_fact"]
+    said = [m for m in stored if m["metadata"]["kind"] == "conversation"]
+    assert len(facts) == 1 and FACT in facts[0]["memory"]  # as given: nothing extracted
+    assert len(said) == 1 and QUESTION in said[0]["memory"]  # the exchange, as said
 
 
 def test_auth_identity_is_the_user(docs_agent: Callable[..., Any]) -> None:
@@ -384,3 +393,33 @@ def test_auth_identity_is_the_user(docs_agent: Callable[..., Any]) -> None:
     config = {"configurable": {"langgraph_auth_user": {"identity": "carol"}}}
     assert FACT in rag.invoke(QUESTION, config=config).memory_context
     assert rag.invoke(QUESTION).memory_context == ""  # "default" has nothing
+
+
+# -- keys a model writes ---------------------------------------------------------------------
+LATER = "I forgot the password I set for the backups; where is it kept?"
+
+
+@pytest.mark.parametrize(
+    "fact", [FACT, "Users say password when they mean the passphrase"], ids=["quoted", "plain"]
+)
+def test_a_key_that_is_the_whole_fact_sentence_still_recalls_by_the_users_word(
+    docs_agent: Callable[..., Any], fact: str
+) -> None:
+    """Small local models fill memory_key with the fact itself. The key is cut to the
+    question's word it holds, so a later question using that word recalls the fact and its
+    corpus term reaches BM25."""
+    verbose = {**grade(True, fact=fact), "memory_kind": "search_fact", "memory_key": fact}
+    model = ScriptedChatModel(grades=[verbose, grade(False)])
+    rag = docs_agent(model=model, memory_store=InMemoryStore())
+    alice = {"configurable": {"user_id": "alice"}}
+    taught = rag.invoke(QUESTION, config=alice)
+    assert trace_events(taught, "write_memory")[0]["scheduled"] is True
+    assert rag.drain_background(timeout=30)["landed"] == 2  # the fact and the exchange
+    (stored,) = [m for m in rag.list_memories("alice") if m["kind"] == "search_fact"]
+    assert stored["text"] == fact
+    later = rag.invoke(LATER, config=alice)
+    (read,) = trace_events(later, "read_memory")
+    assert [
+        (i["kind"], i["matched"], i["text"]) for i in read["items"] if i["kind"] != "conversation"
+    ] == [("search_fact", "alias", fact)]
+    assert trace_events(later, "lexical_search")[0]["memory_terms"] == "passphrase"

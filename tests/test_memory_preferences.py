@@ -131,7 +131,9 @@ def test_a_preference_applies_to_every_later_turn_of_its_user_only(
     state = rag.invoke("What is hybrid search?", cfg("alice", "t1"))
     assert "- Answer in German." in hosted.prompt("What is hybrid search?")
     (read,) = state.events("read_memory")
-    assert [(i["kind"], i["text"]) for i in read["items"]] == [("preference", "Answer in German.")]
+    # the one preference (beside what alice said before, which conversation memory recalls)
+    kept = [(i["kind"], i["text"]) for i in read["items"] if i["kind"] != "conversation"]
+    assert kept == [("preference", "Answer in German.")]
     assert state.memory_context in hosted.prompt("What is hybrid search?")
     # whatever the question, in any thread of hers
     rag.invoke("Where are the logs kept?", cfg("alice", "another-thread"))
@@ -146,11 +148,11 @@ def test_a_preference_applies_to_every_later_turn_of_its_user_only(
     rag.invoke("What does fusion do?", cfg("alice", "t2"))
     prompt = hosted.prompt("What does fusion do?")
     assert "- Answer in French." in prompt and "German" not in prompt
-    kept = rag.list_memories("alice")
+    kept = [m for m in rag.list_memories("alice") if m["kind"] != "conversation"]
     assert [(m["kind"], m["key"], m["text"]) for m in kept] == [
         ("preference", "language", "Answer in French.")
     ]
-    assert rag.list_memories("bob") == []
+    assert {m["kind"] for m in rag.list_memories("bob")} == {"conversation"}  # what bob said
 
 
 @pytest.mark.parametrize("backend", ["store", "mem0_async"])
@@ -166,12 +168,14 @@ def test_preferences_under_ainvoke_and_forget(
         await rag.ainvoke("What is hybrid search?", config)
         prompt = hosted.prompt("What is hybrid search?")
         assert "- Keep answers short." in prompt and "- Format answers as bullet points." in prompt
-        kept = await rag.alist_memories("carol")
+        everything = await rag.alist_memories("carol")
+        kept = [m for m in everything if m["kind"] == "preference"]
         assert {m["key"] for m in kept} == {"length", "format"}
         assert await rag.aforget("carol", kept[0]["id"]) == 1
         assert await rag.aforget("carol", "no-such-id") == 0
-        assert len(await rag.alist_memories("carol")) == 1
-        assert await rag.aforget("carol") == 1
+        assert len(await rag.alist_memories("carol")) == len(everything) - 1
+        assert await rag.aforget("carol") == len(everything) - 1
+        assert await rag.alist_memories("carol") == []
         await rag.ainvoke("Where are the logs kept?", config)
         assert "preferences" not in hosted.prompt("Where are the logs kept?")
 
@@ -188,8 +192,8 @@ def test_the_number_of_preferences_applied_is_bounded(
     prompt = hosted.prompt("What is hybrid search?")
     # the newest two subjects apply; all three stay listed (nothing stored is dropped)
     assert "- Keep answers short." in prompt and "- Format answers as bullet points." in prompt
-    assert "German" not in prompt
-    assert len(rag.list_memories("dan")) == 3
+    assert "- Answer in German." not in prompt
+    assert len([m for m in rag.list_memories("dan") if m["kind"] == "preference"]) == 3
 
 
 @pytest.mark.parametrize("backend", ["store", "mem0"])
@@ -304,5 +308,28 @@ def test_mem0_accepts_any_user_id_and_keeps_look_alikes_apart(
     assert "- Answer in German." in hosted.prompt("What is hybrid search?")
     rag.invoke("Where are the logs kept?", cfg("alice%20smith", "t3"))
     assert "German" not in hosted.prompt("Where are the logs kept?")
-    assert [m["text"] for m in rag.list_memories("alice smith")] == ["Answer in German."]
-    assert rag.list_memories("alice%20smith") == []
+    prefs = [m["text"] for m in rag.list_memories("alice smith") if m["kind"] == "preference"]
+    assert prefs == ["Answer in German."]
+    assert not [m for m in rag.list_memories("alice%20smith") if "German" in m["text"]]
+
+
+@pytest.mark.parametrize("padded", ["  alice  ", "alice ", "\u3000alice"])
+def test_a_padded_user_id_is_refused_not_merged_with_the_trimmed_one(
+    make_agent: Callable[..., Any], padded: str
+) -> None:
+    """Ids are used exactly as given: "  alice  " stating a preference used to replace
+    alice's own, since both were trimmed to one user."""
+    rag = make_agent("padded-ids", memory_store=InMemoryStore())
+    rag.add_documents(["# Search\n\nHybrid search fuses BM25 and dense results."])
+    rag.invoke("Please answer in French from now on.", cfg("alice"))
+    rag.drain_background(timeout=30)
+    with pytest.raises(ConfigError, match=r"user_id=.*whitespace"):
+        rag.invoke("I prefer answers in German.", cfg(padded))
+    for call in (rag.list_memories, rag.forget, lambda u: rag.list_threads(u)):
+        with pytest.raises(ConfigError, match=r"user_id=.*whitespace"):
+            call(padded)
+    rag.drain_background(timeout=30)
+    kept = [m["text"] for m in rag.list_memories("alice") if m["kind"] == "preference"]
+    assert kept == ["Answer in French."]
+    later = rag.invoke("What is hybrid search?", cfg("alice", "later"))
+    assert later.memory_context.endswith("- Answer in French.")

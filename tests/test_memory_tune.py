@@ -16,11 +16,12 @@ from retrievalagent.memory import MemoryRecord
 
 
 def _turn(best: float | None, fired: bool, confidence: float, worth: bool) -> dict[str, Any]:
-    read: dict[str, Any] = {"node": "read_memory", "threshold": 0.7, "n_scanned": 3}
+    read: dict[str, Any] = {"node": "read_memory", "threshold": 0.7, "n_scanned": 3,
+                            "best_score": best, "best_similarity": best}  # fmt: skip
     if fired:
-        read.update({"memories": "- x", "n_kept": 1, "best_score": best})
+        read.update({"memories": "- x", "n_kept": 1})
     else:
-        read.update({"skipped": "below_threshold", "best_score": best})
+        read.update({"memories": "", "n_kept": 0, "skipped": "below_threshold"})
     grade = {"node": "final_grade", "sufficient": True, "confidence": 0.9,
              "memory_should_store": worth and confidence >= 0.85,
              "memory_confidence": confidence, "memory_worth_storing": worth,
@@ -81,3 +82,54 @@ def test_tune_command_on_a_real_trace_file(
     assert "suggested" in text.output
     missing = CliRunner().invoke(app, ["tune", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 1
+
+
+def _tune(path: Path) -> Any:
+    return CliRunner().invoke(app, ["tune", str(path)])
+
+
+def test_a_trace_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(json.dumps(_turn(0.8, True, 0.9, True)).encode() + b"\n\xff\xfe caf\xe9\n")
+    result = _tune(path)
+    assert result.exit_code == 1
+    assert "not UTF-8" in result.output and "line 2" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_folder_is_not_called_a_missing_file(tmp_path: Path) -> None:
+    result = _tune(tmp_path)
+    assert result.exit_code == 1
+    assert "is a folder" in result.output and "no such file" not in result.output
+
+
+def test_an_empty_trace_file_says_there_is_nothing_to_tune(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    path.write_text("")
+    result = _tune(path)
+    assert result.exit_code == 1
+    assert "no turns" in result.output and "None" not in result.output
+    turns = tmp_path / "no-memory.jsonl"  # turns of an agent without memory: nothing to read
+    turns.write_text(json.dumps({"trace": [{"node": "generate"}]}) + "\n")
+    result = _tune(turns)
+    assert result.exit_code == 1 and "nothing to tune" in result.output
+    assert "None" not in result.output
+
+
+def test_nan_and_out_of_range_scores_are_refused(tmp_path: Path) -> None:
+    good = [json.dumps(_turn(0.8, True, 0.9, True)) for _ in range(3)]
+    for key, value, shown in (
+        ("memory_confidence", "NaN", "NaN"),
+        ("memory_confidence", "1.7", "1.7"),
+        ("best_score", "-3", "-3"),
+        ("memory_confidence", '"high"', '"high"'),
+    ):
+        bad = good[0].replace(f'"{key}": 0.9' if key == "memory_confidence" else
+                              f'"{key}": 0.8', f'"{key}": {value}')  # fmt: skip
+        assert bad != good[0]
+        path = tmp_path / "trace.jsonl"
+        path.write_text("\n".join([*good, bad]) + "\n")
+        result = _tune(path)
+        assert result.exit_code == 1, result.output
+        text = " ".join(result.output.split())
+        assert f"line 4: {key} {shown}" in text, text

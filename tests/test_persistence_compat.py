@@ -71,14 +71,16 @@ def test_import_patches_lazily_and_never_loads_psycopg() -> None:
         import json, sys
         import langgraph.checkpoint.sqlite as sqlite_mod   # imported before retrievalagent
         import retrievalagent
+        lazy = sqlite_mod.SqliteSaver.from_conn_string(":memory:")
         out = {"psycopg_loaded": "psycopg" in sys.modules,
-               "sqlite_patched": type(sqlite_mod.SqliteSaver.from_conn_string(":memory:")).__name__}
+               "sqlite_patched": [isinstance(lazy, sqlite_mod.SqliteSaver), lazy.is_open]}
         from langgraph.checkpoint.postgres import PostgresSaver       # imported afterwards
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
         url = "postgresql://nobody@127.0.0.1:1/none"                  # never connected
-        out["kinds"] = [type(c.from_conn_string(url)).__name__ for c in
-                        (PostgresSaver, AsyncPostgresSaver, PostgresStore, AsyncPostgresStore)]
+        out["kinds"] = [[type(c.from_conn_string(url)).__name__, c.from_conn_string(url).is_open]
+                        for c in (PostgresSaver, AsyncPostgresSaver, PostgresStore,
+                                  AsyncPostgresStore)]
         import inspect
         out["source_readable"] = "class PostgresSaver" in inspect.getsource(PostgresSaver)
         print(json.dumps(out))
@@ -90,8 +92,13 @@ def test_import_patches_lazily_and_never_loads_psycopg() -> None:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out == {
         "psycopg_loaded": False,
-        "sqlite_patched": "LazyConnection",
-        "kinds": ["LazyConnection", "AsyncLazyConnection", "LazyConnection", "AsyncLazyConnection"],
+        "sqlite_patched": [True, False],
+        "kinds": [
+            ["LazyPostgresSaver", False],
+            ["LazyAsyncPostgresSaver", False],
+            ["LazyPostgresStore", False],
+            ["LazyAsyncPostgresStore", False],
+        ],
         "source_readable": True,
     }
 
@@ -242,7 +249,9 @@ async def test_doc_async_postgres_store_example(
     state = await rag.ainvoke("What is hybrid search?", {"configurable": {"user_id": "alice"}})
     (event,) = [e for e in state.trace if e["node"] == "read_memory"]
     assert event["backend"] == "store" and event["skipped"] == "no_memories"
-    assert isinstance(store, AsyncLazyConnection) and store.is_open
+    assert isinstance(store, AsyncPostgresStore) and isinstance(store, AsyncLazyConnection)
+    assert store.is_open
+    await rag.adrain_background()  # the turn's conversation write lands before closing
     await store.aclose()
     assert not store.is_open
     rag.close()
@@ -288,4 +297,15 @@ async def test_async_class_first_used_synchronously_in_async_code(pg_schema_url:
     store = AsyncPostgresStore.from_conn_string(pg_schema_url)
     with pytest.raises(ConfigError, match=r"await x\.setup"):
         init_agent("compat", backend_url=":memory:", memory_store=store)
+    assert not store.is_open
+
+
+def test_a_lazy_store_passed_as_checkpointer_is_named_and_left_closed() -> None:
+    from langgraph.store.postgres import PostgresStore
+
+    from retrievalagent import ConfigError
+
+    store = PostgresStore.from_conn_string("postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(ConfigError, match=r"checkpointer must be a LangGraph .*, not PostgresStore"):
+        init_agent("compat", backend_url=":memory:", checkpointer=store)
     assert not store.is_open

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import BaseMessage, SystemMessage
 from qdrant_client import QdrantClient
 
-from retrievalagent.models import SEARCH_HINTS_PREFIX
+from retrievalagent.models import SEARCH_FACTS_PREFIX
 from retrievalagent.persistence import postgres_store
 from retrievalagent.types import Grade
 from tests.support.chat import ScriptedChatModel, by_kind
@@ -25,7 +25,7 @@ FACT = '"backup copy" is called "snapshot" in these documents'
 
 
 def learner() -> ScriptedChatModel:
-    """A model whose grader proposes one alias fact worth storing."""
+    """A model whose grader proposes one search fact worth storing."""
     return ScriptedChatModel(
         replies=[by_kind(lambda kind, messages: f"{kind} reply {len(messages)}")],
         grades=[
@@ -62,10 +62,10 @@ def system_prompt(messages: list[BaseMessage]) -> str:
 def check_learned(first: Any, second: Any, stranger: Any, model: ScriptedChatModel) -> None:
     assert first.events("write_memory")[0]["scheduled"] is True
     recall = second.events("read_memory")[0]
-    assert recall["backend"] == "store" and recall["n_kept"] == 1 and FACT in recall["memories"]
+    assert recall["backend"] == "store" and recall["n_facts"] == 1 and FACT in recall["memories"]
     answers = model.inputs("answer")  # first, second, stranger
-    assert system_prompt(answers[1]).startswith(SEARCH_HINTS_PREFIX)
-    assert not system_prompt(answers[2]).startswith(SEARCH_HINTS_PREFIX)
+    assert system_prompt(answers[1]).startswith(SEARCH_FACTS_PREFIX)
+    assert not system_prompt(answers[2]).startswith(SEARCH_FACTS_PREFIX)
     assert stranger.events("read_memory")[0]["skipped"] == "no_memories"  # per user
 
 
@@ -78,7 +78,7 @@ def test_postgres_store_without_pgvector(pg_schema_url: str, build: Callable[...
         rag = build(model=model, memory_store=store)
         assert rag.memory.indexed is False  # PostgreSQL 15 here has no pgvector
         first = rag.invoke("How do I restore a backup copy?", cfg("alice"))
-        assert rag.drain_background(10)["landed"] == 1
+        assert rag.drain_background(10)["landed"] == 2  # the fact and the exchange
         second = rag.invoke("Where is my backup copy kept?", cfg("alice"))
         stranger = rag.invoke("Where is my backup copy kept?", cfg("bob"))
         check_learned(first, second, stranger, model)
@@ -98,7 +98,7 @@ async def test_async_postgres_store_without_pgvector(
         model = learner()
         rag = build(model=model, memory_store=store)
         first = await rag.ainvoke("How do I restore a backup copy?", cfg("alice"))
-        assert (await rag.adrain_background(10))["landed"] == 1
+        assert (await rag.adrain_background(10))["landed"] == 2  # the fact and the exchange
         second = await rag.ainvoke("Where is my backup copy kept?", cfg("alice"))
         stranger = await rag.ainvoke("Where is my backup copy kept?", cfg("bob"))
         check_learned(first, second, stranger, model)
@@ -133,7 +133,7 @@ def test_indexed_postgres_store_with_pgvector(
         rag = build(model=model, memory_store=store)
         assert rag.memory.indexed is True  # the store ranks memories itself
         first = rag.invoke("How do I restore a backup copy?", cfg("alice"))
-        assert rag.drain_background(10)["landed"] == 1
+        assert rag.drain_background(10)["landed"] == 2  # the fact and the exchange
         second = rag.invoke("Where is my backup copy kept?", cfg("alice"))
         stranger = rag.invoke("Where is my backup copy kept?", cfg("bob"))
         check_learned(first, second, stranger, model)

@@ -207,13 +207,18 @@ def test_wrong_settings_name_what_is_wrong(make_agent: Callable[..., Any], kwarg
 ids = st.one_of(
     st.text(max_size=40),
     st.text(alphabet=st.sampled_from("./\\*%_:@~ \x00"), max_size=12),
-    st.sampled_from(["", " ", ".", "..", "../../etc/passwd", "a/b", "memories.x", "*", "%2E"]),
+    st.sampled_from(
+        ["", " ", ".", "..", "../../etc/passwd", "a/b", "memories.x", "*", "%2E", " a", "b\u3000"]
+    ),
     st.builds(lambda n: "é" * n, st.integers(250, 300)),
 )
 
 
 def _valid_id(value: str) -> bool:
-    return len(value) <= 256 and not any(c in CONTROL for c in value)
+    """At most 256 characters, no control characters, and no whitespace around it (unless
+    it is all whitespace: a blank user id means "not given")."""
+    unpadded = value == value.strip() or not value.strip()
+    return len(value) <= 256 and not any(c in CONTROL for c in value) and unpadded
 
 
 def test_user_ids_work_or_are_refused_clearly(agent: Any) -> None:
@@ -226,7 +231,7 @@ def test_user_ids_work_or_are_refused_clearly(agent: Any) -> None:
             assert not _valid_id(user) and "user_id" in str(exc)
             return
         assert _valid_id(user)
-        owner = user.strip() or "default"
+        owner = user if user.strip() else "default"
         assert state.user_id == owner
         fact = f"note for {uuid.uuid4().hex}"
         agent.memory.add(MemoryRecord(fact, QUESTION, "", owner))

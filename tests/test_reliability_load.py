@@ -103,8 +103,13 @@ async def _stored_texts(rag: Any, backends: dict[str, Any], user: str) -> list[s
         got = memory.get_all(filters={"user_id": user}, top_k=1000)
         got = await got if asyncio.iscoroutine(got) else got
         return [r["memory"] for r in got["results"]]
-    items = await backends["memory_store"].asearch(StoreBackend.namespace(user), limit=1000)
-    return [item.value["text"] for item in items]
+    texts = []
+    for kind in ("memories", "conversations"):  # facts, and what was said
+        ns = StoreBackend.namespace(user, kind)
+        texts += [
+            item.value["text"] for item in await backends["memory_store"].asearch(ns, limit=1000)
+        ]
+    return texts
 
 
 @pytest.mark.parametrize(
@@ -145,6 +150,7 @@ async def test_200_concurrent_turns_50_users_50_threads(
     assert not errors, errors[:3]
 
     scheduled: dict[int, list[str]] = defaultdict(list)
+    said: dict[int, list[str]] = defaultdict(list)
     for t, k, state in results:  # type: ignore[misc]
         assert state.user_id == users[t]
         owners = {int(m) for memory in state.memories for m in _MARK.findall(memory["text"])}
@@ -153,8 +159,13 @@ async def test_200_concurrent_turns_50_users_50_threads(
         for event in state.trace:
             if event["node"] == "write_memory" and event.get("scheduled"):
                 scheduled[t].append(event["fact"])
+            if event["node"] == "write_memory" and event["conversation"].get("scheduled"):
+                said[t].append(state.question)  # the exchange, kept as conversation memory
     accepted = sum(len(v) for v in scheduled.values())
     assert accepted >= USERS * TURNS * 0.9  # nearly every turn asked for a write
+    exchanges = sum(len(v) for v in said.values())
+    assert exchanges == USERS * TURNS  # and every answered turn keeps its exchange
+    accepted += exchanges
 
     report = await rag.adrain_background()
     assert report == {"landed": accepted, "failed": 0, "pending": 0}, report
@@ -165,7 +176,7 @@ async def test_200_concurrent_turns_50_users_50_threads(
         assert [m.type for m in history] == ["human", "ai"] * TURNS
         stored = await _stored_texts(rag, backends, users[t])
         assert {int(m) for text in stored for m in _MARK.findall(text)} == {t}
-        for fact in [_seed(t), *scheduled[t]]:  # every accepted write landed
+        for fact in [_seed(t), *scheduled[t], *said[t]]:  # every accepted write landed
             assert any(fact in text for text in stored), (t, fact, stored)
     print(
         f"\n{len(results)} turns, {USERS} users, {THREADS} threads in {elapsed:.1f}s; "
@@ -174,9 +185,7 @@ async def test_200_concurrent_turns_50_users_50_threads(
 
     if "memory_store" in backends and not isinstance(backends["memory_store"], InMemoryStore):
         for user in users:  # PostgreSQL is shared with other tests: leave it as it was
-            ns = StoreBackend.namespace(user)
-            for item in await backends["memory_store"].asearch(ns, limit=1000):
-                await backends["memory_store"].adelete(ns, item.key)
+            await rag.aforget(user)
     if not isinstance(backends["checkpointer"], MemorySaver):
         for thread in threads:
             await backends["checkpointer"].adelete_thread(thread)

@@ -56,9 +56,10 @@ def _grade(messages: Any) -> dict[str, Any]:
         "confidence": 0.9,
         "memory_worth_storing": True,
         "memory_confidence": 0.95,
-        # each note is a new memory (its own key), so every write that lands is kept
+        # each note is a new memory: its key holds no word of the question (nor does the
+        # fact quote a mapping), so it gets no alias key and every write that lands is kept
         "memory_key": f"note {(note := next(_FACTS))}",
-        "memory_fact": f'"{user}" asked about "Lanternfish" (note {note})',
+        "memory_fact": f'"{user}" asked about Lanternfish (note {note})',
     }
 
 
@@ -229,6 +230,16 @@ def test_a_backend_hung_for_good_fails_writes_fast_and_recovers(monkeypatch: Any
 
 
 # -- 1,000 randomised runs -----------------------------------------------------------------------
+def _writes(event: dict[str, Any]) -> int:
+    """How many background writes a write_memory event scheduled: the grade's fact, the
+    exchange (conversation memory) and the facts about the user drawn from it."""
+    conversation = event.get("conversation") or {}
+    return sum(
+        bool(x)
+        for x in (event.get("scheduled"), conversation.get("scheduled"), conversation.get("facts"))
+    )
+
+
 RUNS = 1000
 SEED = 20261122
 
@@ -278,19 +289,21 @@ async def test_one_thousand_randomised_fault_runs(faulty: Callable[..., Any]) ->
             got = [
                 k for (op, k), n in plan.counts.items() if op == "search" and n > before[(op, k)]
             ]
-            assert len(got) == 1, (run, got)  # exactly one recall per turn
-            read_kinds[got[0]] += 1
+            # one recall per turn: one read, or two when the user's conversation memory
+            # changed since this process last read it (a write that outlived its timeout
+            # landed meanwhile) and the recall reads what is new
+            assert 1 <= len(got) <= 2, (run, got)
+            read_kinds.update(got)
             event = _read_event(state)
             assert state.answer, run
-            if got[0] in ("raise", "hang"):
+            if {"raise", "hang"} & set(got):
                 assert event.get("error_type"), (run, kind, event)
-            elif got[0] in ("ok", "slow", "foreign") and "error" in event:
+            elif set(got) <= {"ok", "slow", "foreign"} and "error" in event:
                 # a healthy call may still outlast the timeout on a loaded machine
                 assert event["error_type"] == "timeout", (run, kind, event)
                 healthy_timeouts += 1
             _assert_own_memories(state, user)
-            writes = [e for e in state.trace if e["node"] == "write_memory" and e.get("scheduled")]
-            scheduled[index] += len(writes)
+            scheduled[index] += sum(_writes(e) for e in state.events("write_memory"))
     finally:
         threading.excepthook = old_hook
 
@@ -320,9 +333,10 @@ async def test_one_thousand_randomised_fault_runs(faulty: Callable[..., Any]) ->
             # counted failed (timeout) but landed late, all others landed
             stored = sum(  # read past the fault plan (InMemoryStore's own batch)
                 len(InMemoryStore.batch(rag.memory_store, [SearchOp(ns, limit=10_000)])[0])
+                for space in ("memories", "conversations")  # facts, and what was said
                 for ns in InMemoryStore.batch(
                     rag.memory_store,
-                    [ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("memories",)),))],
+                    [ListNamespacesOp(match_conditions=(MatchCondition("prefix", (space,)),))],
                 )[0]
             )
             assert stored == scheduled[index] - raised + baseline[index]["landed"], (

@@ -245,8 +245,9 @@ async def test_unparsable_grade_is_conservative_and_traced(
     assert grade["memory_should_store"] is False and grade["memory_confidence"] == 0.0
     (write,) = [e for e in state.trace if e["node"] == "write_memory"]
     assert write["skipped"] == "not_worth_storing"
-    assert rag.drain_background(timeout=5)["landed"] == 0
+    assert rag.drain_background(timeout=5)["landed"] == 1  # the exchange, not a fact
     assert store.search(("memories", "alice")) == []
+    assert len(store.search(("conversations", "alice"))) == 1
 
 
 def test_grader_rate_limit_is_retried(llm_agent: Callable[..., Any]) -> None:

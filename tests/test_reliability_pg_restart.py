@@ -103,8 +103,9 @@ async def test_turns_survive_a_postgresql_restart(
     try:
         sync_rag.invoke(f"{QUESTION} (first)", sync_cfg)
         await async_rag.ainvoke(f"{QUESTION} (first)", async_cfg)
-        assert sync_rag.drain_background(timeout=30)["landed"] == 1
-        assert (await async_rag.adrain_background(timeout=30))["landed"] == 1
+        # each turn: its fact and its exchange (conversation memory)
+        assert sync_rag.drain_background(timeout=30)["landed"] == 2
+        assert (await async_rag.adrain_background(timeout=30))["landed"] == 2
 
         started = time.monotonic()
         try:
@@ -130,9 +131,10 @@ async def test_turns_survive_a_postgresql_restart(
             )
             assert [m.type for m in history] == ["human", "ai", "human", "ai"]  # none lost
             assert "(first)" in history[0].content and "(second)" in history[2].content
-        assert sync_rag.drain_background(timeout=30) == {"landed": 2, "failed": 0, "pending": 0}
+        # two turns each, every one with its fact and its exchange: all landed
+        assert sync_rag.drain_background(timeout=30) == {"landed": 4, "failed": 0, "pending": 0}
         assert await async_rag.adrain_background(timeout=30) == {
-            "landed": 2,
+            "landed": 4,
             "failed": 0,
             "pending": 0,
         }
@@ -142,9 +144,10 @@ async def test_turns_survive_a_postgresql_restart(
             _ctl(cluster, "start")
             _wait_ready()
         for user in (f"{run}-ann", f"{run}-bob"):
-            ns = StoreBackend.namespace(user)
-            for item in sync_store.search(ns, limit=100):
-                sync_store.delete(ns, item.key)
+            for kind in ("memories", "conversations", "memory_vectors", "memory_stamps"):
+                ns = StoreBackend.namespace(user, kind)
+                for item in sync_store.search(ns, limit=100):
+                    sync_store.delete(ns, item.key)
         sync_saver.delete_thread(f"{run}-sync")
         await async_saver.adelete_thread(f"{run}-async")
         sync_rag.close()

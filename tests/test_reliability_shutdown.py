@@ -144,10 +144,13 @@ ASYNC_EXIT = """
 def test_exit_drains_pending_memory_writes(tmp_path: Path, minilm: Any, code: str) -> None:
     proc, _ = _run(code, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "scheduled 1 " in proc.stdout  # the write was still pending when the code ended
-    assert _waited(proc) > 1.0  # the process waited for it (1.5 s) before exiting ...
-    facts = _stored_facts(tmp_path, minilm, "ann")
-    assert len(facts) == 1 and '"listening port" is called "port"' in facts[0]  # it landed
+    # the writes (the fact, the exchange) were still pending when the code ended
+    assert "scheduled 2 " in proc.stdout
+    assert _waited(proc) > 1.0  # the process waited for them (1.5 s) before exiting ...
+    stored = _stored_facts(tmp_path, minilm, "ann")
+    assert len(stored) == 2  # ... and both landed
+    assert any('"listening port" is called "port"' in text for text in stored)
+    assert any("Which port does Lanternfish use?" in text for text in stored)
     assert "still pending" not in proc.stderr and "memory write failed" not in proc.stderr
 
 
@@ -163,9 +166,9 @@ def test_exit_drain_is_bounded_and_says_what_it_lost(tmp_path: Path, minilm: Any
         tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "scheduled 1 " in proc.stdout
-    assert _waited(proc) < 10  # bounded by drain_timeout (1 s), not the 60 s write
-    assert "1 memory write(s) still pending" in proc.stderr  # never lost silently
+    assert "scheduled 2 " in proc.stdout
+    assert _waited(proc) < 10  # bounded by drain_timeout (1 s), not the 60 s writes
+    assert "2 memory write(s) still pending" in proc.stderr  # never lost silently
     assert _stored_facts(tmp_path, minilm, "ann") == []
 
 

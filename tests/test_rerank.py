@@ -190,3 +190,39 @@ def test_llm_reranker_reply_without_a_ranking_falls_back(agents, openai_server) 
     event = next(e for e in result.trace if e["node"] == "rerank")
     assert event["fallback"] == "fused_order" and event["error"]
     json.dumps(result.trace)  # the trace stays plain data
+
+
+def test_a_failed_llm_rerank_call_is_counted_in_the_turns_usage(agents, openai_server) -> None:
+    """A 500 (retried), then a 401: the rerank fails, the fused order stays, and the call's
+    time is in ``result.usage`` with the turn's other calls (it used to be missing)."""
+    from tests.servers.openai_compat import OpenAIError
+
+    failures = [OpenAIError("upstream broke", status=500, type="server_error"),
+                OpenAIError("bad key", status=401, type="invalid_api_key")]  # fmt: skip
+    answer = _llm_server([1])
+
+    def respond(request: ChatRequest) -> Any:
+        if "You rank search results" in request.system_prompt and failures:
+            raise failures.pop(0)
+        return answer(request)
+
+    openai_server.responder = respond
+    fused = agents().search(QUESTION, top_k=4)
+    rag = agents(
+        model="openai:gpt-5.4", reranker="llm", rerank_k=4, top_k=4, model_retries=1,
+        model_backoff=0.0,
+    )  # fmt: skip
+    result = rag.invoke(QUESTION)
+    assert not failures  # both attempts reached the server
+    assert _ids(result.sources) == _ids(fused)
+    event = next(e for e in result.trace if e["node"] == "rerank")
+    assert event["fallback"] == "fused_order" and event["error_type"] == "ModelError"
+    assert event["usage"]["role"] == "rerank" and event["usage"]["calls"] == 1
+    used = result.usage["rerank"]
+    assert used["calls"] == 1 and used["ms"] > 0
+    assert used["input_tokens"] == used["output_tokens"] == 0  # nothing was billed
+    total = result.usage["total"]
+    assert (
+        total["calls"]
+        == used["calls"] + result.usage["answer"]["calls"] + (result.usage["grade"]["calls"])
+    )

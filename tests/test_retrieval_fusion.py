@@ -13,8 +13,9 @@ import pytest
 from langchain_core.documents import Document
 
 from retrievalagent.errors import EmbeddingModelError
-from retrievalagent.retrieval import EdgeIndex, make_fuser
-from retrievalagent.retrieval._types import Hit, Sparse
+from retrievalagent.index import EdgeIndex
+from retrievalagent.index._types import Hit, Sparse
+from retrievalagent.retrieval import make_fuser
 
 
 def hits(*pairs: tuple[str, float]) -> list[Hit]:
@@ -187,6 +188,32 @@ def test_equal_scores_come_out_in_one_order_whatever_order_the_engine_gave(metho
     view = [(h.id, h.score, h.dense_rank, h.lexical_rank) for h in first]
     assert view == [(h.id, h.score, h.dense_rank, h.lexical_rank) for h in second]
     assert [h.id for h in first if h.id in "xyz"] == ["x", "y", "z"]
+
+
+_CALLS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot")
+_STATIONS = ("golf", "hotel", "india", "juliet", "kilo", "lima")
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        # BM25 scores tie for all twelve (same terms, same length); dense scores differ
+        [f"The pump station {w} reports pressure normal at dawn." for w in _CALLS + _STATIONS],
+        # every score ties in both lists
+        ["The pump station reports pressure normal at dawn."] * 12,
+    ],
+    ids=["bm25-ties", "all-ties"],
+)
+def test_a_tie_at_the_fetch_k_cut_gives_the_same_hits_whatever_the_build_order(
+    make_agent, tmp_path: Path, texts: list[str]
+) -> None:
+    docs = [Document(t, metadata={"source": f"p{i:02d}.md"}) for i, t in enumerate(texts)]
+    found = []
+    for name, order in (("forward", docs), ("reverse", docs[::-1])):
+        rag = make_agent(name, backend_url=None, data_dir=tmp_path / name, fusion="rrf", fetch_k=5)
+        rag.add_documents(order)
+        found.append([(h["source"], h["score"]) for h in rag.search("pump station pressure")])
+    assert found[0] == found[1] and len(found[0]) == 5
 
 
 def test_a_sole_bm25_hit_wins_its_tie_with_a_narrow_dense_top() -> None:

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import MemoryRecord, StoreBackend
-from retrievalagent.models import SEARCH_HINTS_PREFIX
+from retrievalagent.models import SEARCH_FACTS_PREFIX
 from tests.support.chat import ScriptedChatModel
 
 PACKAGE = Path(__file__).resolve().parents[1] / "retrievalagent"
@@ -419,6 +419,6 @@ def test_a_stored_fact_is_one_line_of_data(make_agent: Callable[..., Any]) -> No
     model.replies = ["Another answer [1]."]
     rag.invoke("What is the administrator password?", config)
     system = str(model.prompts[-1][0].content)
-    assert system.startswith(SEARCH_HINTS_PREFIX)
-    hints = system[len(SEARCH_HINTS_PREFIX) :].split("\n\n", 1)[0].splitlines()
+    assert system.startswith(SEARCH_FACTS_PREFIX)
+    hints = system[len(SEARCH_FACTS_PREFIX) :].split("\n\n", 1)[0].splitlines()
     assert hints == [f"- {value['text']}"]

@@ -13,7 +13,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from retrievalagent.errors import VectorIndexError
-from retrievalagent.retrieval import EdgeIndex, ServerIndex
+from retrievalagent.index import EdgeIndex, ServerIndex
 
 
 @pytest.fixture(params=["local-mode", "http"])

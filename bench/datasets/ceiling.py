@@ -65,7 +65,7 @@ class ProjectBM25:
     """BM25 with the project's tokenizer and term weights, scored in process."""
 
     def __init__(self, corpus: list[dict]) -> None:
-        from retrievalagent.retrieval import LexicalEncoder
+        from retrievalagent.index import LexicalEncoder
 
         self.encoder = LexicalEncoder()
         self.ids = [p["id"] for p in corpus]

@@ -1,1 +1,3 @@
-"""Memory benchmarks: alias learning (``alias_bench``) and write latency (``write_latency``)."""
+"""Memory benchmarks: alias learning (``alias_bench``), write and recall latency
+(``write_latency``, ``recall_latency``), and recall of past conversations
+(``conversation_bench``, on the set in ``data/``)."""

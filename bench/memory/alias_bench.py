@@ -93,9 +93,9 @@ from bench._common import (
     write_result,
 )
 from retrievalagent.embeddings import MiniLMEmbeddings
+from retrievalagent.index._lexical import LexicalEncoder
 from retrievalagent.memory import MemoryRecord
 from retrievalagent.memory._keys import alias_key
-from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.types import Grade
 from tests.support.chat import ScriptedChatModel, question_of, system_text
 

@@ -137,22 +137,30 @@ def seed(agent: Any, memories: list[dict[str, Any]]) -> float:
 
 # --------------------------------------------------------------------------- backends
 @contextmanager
-def postgres_store() -> Iterator[Any]:
+def postgres_schema_url(prefix: str = "membench") -> Iterator[str]:
+    """A connection string to ``RAG_TEST_POSTGRES_URL`` whose search path is a schema of
+    its own, dropped afterwards."""
     import psycopg
-    from langgraph.store.postgres import PostgresStore
 
     url = os.environ.get("RAG_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-    schema = f"membench_{uuid.uuid4().hex[:10]}"
+    schema = f"{prefix}_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     sep = "&" if "?" in url else "?"
     try:
-        with PostgresStore.from_conn_string(f"{url}{sep}options=-csearch_path%3D{schema}") as store:
-            store.setup()
-            yield store
+        yield f"{url}{sep}options=-csearch_path%3D{schema}"
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@contextmanager
+def postgres_store() -> Iterator[Any]:
+    from langgraph.store.postgres import PostgresStore
+
+    with postgres_schema_url() as url, PostgresStore.from_conn_string(url) as store:
+        store.setup()
+        yield store
 
 
 @contextmanager
@@ -183,11 +191,14 @@ def memory_agent(backend: str, embeddings: Any) -> Iterator[Any]:
 
 
 # --------------------------------------------------------------------------- timing
-def to_fuse(agent: Any, question: str, user: str) -> tuple[float, dict[str, Any]]:
-    """Seconds from the call to ``fuse`` and the ``read_memory`` event."""
+def to_fuse(
+    agent: Any, question: str, user: str, config: dict[str, Any] | None = None
+) -> tuple[float, dict[str, Any]]:
+    """Seconds from the call to ``fuse`` and the ``read_memory`` event (``config``: the
+    run's config, ``{"configurable": {"user_id": user}}`` by default)."""
     event: dict[str, Any] = {}
     started = time.perf_counter()
-    stream = agent.stream(question, config={"configurable": {"user_id": user}})
+    stream = agent.stream(question, config=config or {"configurable": {"user_id": user}})
     try:
         for item in stream:
             if item["type"] != "node":

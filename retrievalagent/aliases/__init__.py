@@ -3,20 +3,19 @@
 Retrieval-side evidence (the index, the embedder, the retrieved passages), no language
 model: the offline grader (:class:`retrievalagent.models.EvidenceGrader`) asks
 :class:`AliasFinder` for a proposal after a sufficient answer, and stores what
-:func:`new_alias_fact` makes of it as a search fact, so the next search finds the word
-lexically too.
+:func:`new_search_fact` makes of it as a search fact, so the next search finds the word
+lexically too. Only the offline grader uses this part.
 """
 
 from __future__ import annotations
 
-from retrievalagent.aliases._facts import AliasFact, alias_fact, new_alias_fact
 from retrievalagent.aliases._finder import AliasFinder, AliasProposal, stem_root
+from retrievalagent.aliases._search_fact import SearchFact, new_search_fact
 
 __all__ = [
-    "AliasFact",
     "AliasFinder",
     "AliasProposal",
-    "alias_fact",
-    "new_alias_fact",
+    "SearchFact",
+    "new_search_fact",
     "stem_root",
 ]

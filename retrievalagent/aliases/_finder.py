@@ -12,12 +12,15 @@ is absent from the corpus):
 * **Salience of the absent word**: how much the question's meaning changes without it
   (``1 - cos(q, q minus the word)``). Filler words ("things", "barely") carry little and are
   never mapped; a mapping is only worth storing for a word the question turns on.
-* **Grounding of the candidate**: candidates are terms of *all* retrieved passages that the
-  corpus treats as names (heading words, code spans, identifiers such as ``ceiling_kbps``),
+* **Grounding of the candidate**: candidates are whole words or identifiers of the passages
+  the answer cites, and of the passage the absent word points to most (below) when the
+  absent word fits the corpus sentences that use them (``r_corpus`` > 0), that the corpus
+  treats as names (heading words, code spans, identifiers such as ``ceiling_kbps``),
   that appear in the answer built from those passages (section headings the answerer
   quotes before a sentence do not count: they would favour whatever the top passage is
   titled), or that are spelled like the absent word ("initialise" / "initialize", "calc" /
-  "calculate").
+  "calculate"). A piece of the absent word is never a candidate: "teapot" is not called
+  "tea" (nor "pot"), whatever passage says "tea".
 * **Which passage the word points to**: for each retrieved passage, how much its dense
   similarity to the question drops when the word is removed (``cos(q, p) - cos(q minus
   the word, p)``, read from the index), mixed with the passage's rank. A candidate is as
@@ -52,8 +55,7 @@ from difflib import SequenceMatcher
 
 from langchain_core.embeddings import Embeddings
 
-from retrievalagent.retrieval._index import VectorIndex
-from retrievalagent.retrieval._lexical import LexicalEncoder
+from retrievalagent.index import LexicalEncoder, VectorIndex
 from retrievalagent.types import Source
 
 __all__ = ["AliasFinder", "AliasProposal", "answer_body", "stem_root"]
@@ -61,6 +63,7 @@ __all__ = ["AliasFinder", "AliasProposal", "answer_body", "stem_root"]
 _CODE_SPAN = re.compile(r"`([^`\n]{1,80})`")
 _IDENTIFIER = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+(?![\w-])")
 _CITATION = re.compile(r"\[\d+\]")
+_CITED = re.compile(r"\[(\d+)\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _SUFFIXES = ("ing", "ed", "es", "s", "e", "y")
 _TABLE_KEY = re.compile(r"^\s*\|\s*`?([^|`]{2,60}?)`?\s*\|", re.MULTILINE)
@@ -115,6 +118,18 @@ def _kin(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(a & b) or any(
         x.startswith(y) or y.startswith(x) for x in a for y in b if min(len(x), len(y)) >= 4
     )
+
+
+def _piece_of(unit: str, alias: str) -> bool:
+    """Whether ``unit`` is only the start or the end of ``alias`` ("tea", "pot" of "teapot"):
+    a compound or a longer form of a word is not another name for that word."""
+    return unit != alias and (alias.startswith(unit) or alias.endswith(unit))
+
+
+def cited_ranks(answer: str, n_sources: int) -> set[int]:
+    """The passages ``answer`` cites (``[2]`` is rank 1); every passage when it cites none."""
+    cited = {int(c) - 1 for c in _CITED.findall(answer)} & set(range(n_sources))
+    return cited or set(range(n_sources))
 
 
 def inflection(word: str) -> str:
@@ -172,6 +187,7 @@ class _Candidate:
     in_answer: bool
     ranks: set[int]  # the passages it occurs in
     spelled: bool = False  # a variant spelling or completion of the absent word
+    cited: bool = True  # occurs in a passage the answer cites
     word: float = 0.0
     question: float = 0.0
     corpus: float = -1.0  # no corpus sentence uses the term: no support from that side
@@ -397,13 +413,22 @@ class AliasFinder:
         return SequenceMatcher(None, alias, unit).ratio() >= SPELLING_RATIO
 
     def _grounded(
-        self, alias: str, candidates: Sequence[_Candidate], weights: Sequence[float]
+        self,
+        alias: str,
+        candidates: Sequence[_Candidate],
+        weights: Sequence[float],
+        cited: set[int],
     ) -> list[_Candidate]:
-        """The candidates grounded for ``alias`` (named, in the answer, or spelled like it),
-        cheap evidence first, at most ``max_candidates`` (bounds the embedding work)."""
+        """The candidates grounded for ``alias`` (named, in the answer, or spelled like it)
+        that occur in a ``cited`` passage or the one ``alias`` points to most, cheap
+        evidence first, at most ``max_candidates`` (bounds the embedding work)."""
+        pointed = max(range(len(weights)), key=lambda r: weights[r])
         pool = []
         for cand in candidates:
-            if stem_root(alias) in cand.roots:
+            if stem_root(alias) in cand.roots or _piece_of(cand.unit, alias):
+                continue
+            cand.cited = bool(cand.ranks & cited)
+            if not cand.cited and pointed not in cand.ranks:
                 continue
             cand.spelled = self._spelled_like(alias, cand.unit)
             if cand.named or cand.in_answer or cand.spelled:
@@ -429,10 +454,11 @@ class AliasFinder:
             return None
         question_terms = {i for w in self.encoder.words(question) for i in self.encoder.term_ids(w)}
         candidates = self._candidates(sources, answer, question_terms)
+        cited = cited_ranks(answer, len(sources))
         best: AliasProposal | None = None
         for alias in sorted(salience.kept, key=lambda a: -salience.kept[a])[:2]:
             weights = self.passage_weights(salience.question, salience.without[alias], sources)
-            if not (pool := self._grounded(alias, candidates, weights)):
+            if not (pool := self._grounded(alias, candidates, weights, cited)):
                 continue
             proposal = self._score_alias(
                 alias, salience.kept[alias], question, salience.question, pool, sources
@@ -478,7 +504,12 @@ class AliasFinder:
         self._corpus_side(alias, shortlist, sources)
         for cand in shortlist:
             cand.score += W_CORPUS * cand.corpus
-        ranked = sorted(shortlist, key=lambda c: (-c.score, len(c.unit)))
+        # A term the answer does not cite must at least fit where the corpus uses it.
+        ranked = sorted(
+            (c for c in shortlist if c.cited or c.corpus > 0), key=lambda c: (-c.score, len(c.unit))
+        )
+        if not ranked:
+            return None
         top = ranked[0]
         # The winner's family: the terms sharing a root with it ("expiry", "expired"; "path",
         # "pathname") or with one of those ("ceiling_kbps", "quiet_ceiling_kbps"). The

@@ -1,4 +1,5 @@
-"""Command-line interface (``retrievalagent --help``)."""
+"""Command-line interface (``retrievalagent --help``): ``main`` is the console script,
+``app`` the Typer app it runs (the docs build reads its commands)."""
 
 from retrievalagent.cli._app import app, main
 

@@ -8,6 +8,7 @@ a run file and a plot.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from retrievalagent.cli._common import err, handle_errors
 
 __all__ = ["eval_command", "load_reranker"]
 
@@ -131,10 +134,21 @@ _HELP = {
     "--model": "Chat model for --rerank llm and --llm-questions.",
     "--max-queries": "Evaluate a fixed sample.",
     "--backend-url": "':memory:' or http(s):// Qdrant URL.",
+    "--data-dir": "Where embedded indexes live.",
     "--run-out": "Write the hybrid run as JSON {query_id: [ids]}.",
     "--plot": "Draw the table into a PNG (needs matplotlib).",
     "--json": "Print the report as JSON.",
 }
+
+
+def _check_plot(path: Path) -> None:
+    """Refuse a ``--plot`` that cannot be drawn before the evaluation starts."""
+    from retrievalagent.errors import ConfigError
+
+    if path.expanduser().is_dir():
+        raise ConfigError(f"--plot {path} is a folder; give the path of the PNG to write")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("--plot needs matplotlib: pip install 'retrievalagent[plot]'")
 
 
 def _option(flag: str, *short: str, **kwargs: Any) -> Any:
@@ -162,11 +176,12 @@ def eval_command(
     as_json: Annotated[bool, _option("--json")] = False,
 ) -> None:
     """Measure retrieval quality (nDCG@10, Recall@10/@100, MRR@10) and tune the fusion."""
-    from retrievalagent.cli._app import _errors, err
-    from retrievalagent.eval import evaluate
+    from retrievalagent.eval import cli_names, evaluate
 
     console = Console()
-    with _errors():
+    with handle_errors(), cli_names():
+        if plot is not None:
+            _check_plot(plot)  # now, not after the whole run
         if sample_docs:
             from retrievalagent import sample_docs_path
 
@@ -174,7 +189,7 @@ def eval_command(
         report = evaluate(
             beir=beir,
             questions=questions,
-            docs=[str(p) for p in docs] if docs else None,
+            docs=list(docs) if docs else None,  # paths: a missing one is an error, not text
             derive_from=derive_from,
             llm_questions=llm_questions,
             collection=collection,
@@ -188,9 +203,11 @@ def eval_command(
             data_dir=data_dir,
             on_stage=None if as_json else lambda m: err.print(f"[dim]{escape(m)}...[/]"),
         )
+        for warning in report.warnings:
+            err.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
         plotted = None
         if plot is not None:
-            from retrievalagent.eval._plot import plot_report
+            from retrievalagent.eval import plot_report
 
             plotted = report.plot = str(plot_report(report, plot))
         if as_json:

@@ -1,8 +1,10 @@
-"""``retrievalagent memory list|forget USER``: see and erase what the agent remembers.
+"""``retrievalagent memory list|search|import|forget``: what the agent remembers of a user.
 
-A user must be able to see what the agent keeps about them and have it erased. The memory
-read is the collection's embedded mem0 (``memory=True``, under the data dir) unless
-``--store`` names a PostgreSQL store (the ``memory_store=PostgresStore`` of a deployment).
+A user must be able to see what the agent keeps about them and have it erased; an
+operator can import earlier conversations (``import``) and check what a question would
+recall (``search``). The memory read is the collection's embedded mem0 (``memory=True``,
+under the data dir) unless ``--store`` names a PostgreSQL store (the
+``memory_store=PostgresStore`` of a deployment).
 """
 
 from __future__ import annotations
@@ -14,20 +16,31 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from retrievalagent.cli._app import CollectionOpt, DataDirOpt, UrlOpt, _agent, _errors
+from retrievalagent._inputs import check_id
+from retrievalagent.cli._common import (
+    HELP_MARKUP,
+    CollectionOpt,
+    DataDirOpt,
+    UrlOpt,
+    console,
+    handle_errors,
+    open_agent,
+)
 from retrievalagent.errors import ConfigError
+from retrievalagent.memory import parse_time, said_in, said_of
 
 __all__ = ["memory_app"]
 
 memory_app = typer.Typer(
-    help="See and erase what the agent remembers about a user.", no_args_is_help=True
+    help="See and erase what the agent remembers about a user.",
+    no_args_is_help=True,
+    rich_markup_mode=HELP_MARKUP,
 )
-console = Console()
 
 UserArg = Annotated[str, typer.Argument(help="The user id (configurable.user_id).")]
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user id (configurable.user_id).")]
 StoreOpt = Annotated[
     str | None,
     typer.Option(
@@ -43,7 +56,9 @@ def _memory_agent(
     collection: str | None, store: str | None, backend_url: str | None, data_dir: Path | None
 ) -> Iterator[Any]:
     if store is None:
-        with _agent(collection, None, backend_url, data_dir, must_exist=True, memory=True) as rag:
+        with open_agent(
+            collection, None, backend_url, data_dir, must_exist=True, memory=True
+        ) as rag:
             yield rag
         return
     if not store.startswith(("postgresql://", "postgres://")):
@@ -52,7 +67,7 @@ def _memory_agent(
 
     with PostgresStore.from_conn_string(store) as pg:
         pg.setup()
-        with _agent(
+        with open_agent(
             collection, None, backend_url, data_dir, must_exist=True, memory_store=pg
         ) as rag:
             yield rag
@@ -68,8 +83,8 @@ def list_memories(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Everything remembered about USER, newest first."""
-    with _errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
-        memories = rag.list_memories(user)
+    with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
+        memories = rag.list_memories(check_id(user, "USER"))
     if as_json:
         console.print_json(json.dumps(memories))
         return
@@ -77,10 +92,160 @@ def list_memories(
         console.print(f"nothing is remembered about {escape(user)!r}")
         return
     for m in memories:
-        kind = "preference" if m["kind"] == "preference" else "search fact"
-        console.print(
-            f"{escape(m['id'])}  {escape(f'[{kind}]')}  {escape(m['text'])}", soft_wrap=True
-        )
+        label = f"[{_kind(m['kind'], m.get('form', ''))}, {_day(m.get('at') or m['updated_at'])}]"
+        text = " / ".join(line for line in m["text"].splitlines() if line.strip())
+        console.print(f"{escape(m['id'])}  {escape(label)}  {escape(text)}", soft_wrap=True)
+
+
+def _kind(kind: str, form: str = "") -> str:
+    if kind == "conversation":
+        return "said" if form != "fact" else "fact about the user"
+    return "preference" if kind == "preference" else "search fact"
+
+
+def _day(at: str) -> str:
+    return at[:10] if at else "undated"
+
+
+@memory_app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="A question, as the user would ask it.")],
+    user: UserOpt,
+    k: Annotated[int, typer.Option("-k", help="Most memories shown.")] = 10,
+    collection: CollectionOpt = None,
+    store: StoreOpt = None,
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """What a question of USER would recall: every kind, best first."""
+    with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
+        found = rag.recall(query, user_id=check_id(user, "--user"), k=k)
+    if as_json:
+        console.print_json(json.dumps(found))
+        return
+    if not found:
+        console.print(f"nothing remembered about {escape(user)!r} comes up for this question")
+        return
+    for hit in found:
+        label = f"[{_kind(hit['kind'])}, {_day(hit['at'])}, score {hit['score']:.2f}]"
+        console.print(f"{escape(label)}  {escape(hit['text'])}", soft_wrap=True)
+
+
+@memory_app.command("import")
+def import_history(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSON lines of OpenAI-style messages ({\"role\": ..., \"content\": ...}): "
+            "one conversation per file, or one per line (a list of messages, or an object "
+            "with \"messages\" and optionally \"thread_id\" and \"at\")."
+        ),
+    ],
+    user: UserOpt,
+    thread: Annotated[
+        str | None, typer.Option("--thread", help="The conversation's id (one per file).")
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="When it took place (ISO 8601; default now).")
+    ] = None,
+    collection: CollectionOpt = None,
+    store: StoreOpt = None,
+    backend_url: UrlOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Remember earlier conversations of USER, as if they had been had with the agent."""
+    with handle_errors():
+        user = check_id(user, "--user")
+        thread = None if thread is None else check_id(thread, "--thread")
+        _when(at, "--at")
+        # every line is checked before anything is stored: a bad one stops the import
+        conversations = read_conversations(file)
+        with _memory_agent(collection, store, backend_url, data_dir) as rag:
+            stored = 0
+            for number, conversation in enumerate(conversations, 1):
+                thread_id = conversation.get("thread_id") or thread
+                if thread_id is None and len(conversations) > 1:
+                    thread_id = f"{file.stem}-{number}"
+                stored += len(
+                    rag.remember(
+                        conversation["messages"],
+                        user_id=user,
+                        thread_id=thread_id,
+                        at=conversation.get("at") or at,
+                    )
+                )
+    console.print(
+        f"imported {len(conversations)} conversation(s) of {escape(user)!r}: "
+        f"{stored} new memor{'y' if stored == 1 else 'ies'}"
+    )
+
+
+def _json_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file" if not path.exists() else f"{path} is not a file")
+    try:
+        return path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_conversations(path: Path) -> list[dict[str, Any]]:
+    """The conversations in a JSON-lines file (see ``import``), each ``{"messages": [...]}``
+    with its ``thread_id`` and ``at`` where the line gives them."""
+    lines = _json_lines(path)
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} line {number} is not JSON: {exc.msg}") from None
+    if not rows:
+        raise ConfigError(f"{path} holds no messages")
+    if all(isinstance(row, dict) and "role" in row for _, row in rows):
+        # one conversation, a message a line
+        messages = [row for _, row in rows]
+        return [_checked(path, {"messages": messages}, [number for number, _ in rows])]
+    conversations = []
+    for number, row in rows:
+        if isinstance(row, list):
+            row = {"messages": row}
+        if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
+            raise ConfigError(
+                f"{path} line {number}: expected a message, a list of messages or an object "
+                "with \"messages\""
+            )
+        conversations.append(_checked(path, row, [number] * max(1, len(row["messages"]))))
+    return conversations
+
+
+def _when(at: Any, what: str) -> None:
+    try:
+        parse_time(at, what)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict[str, Any]:
+    """``conversation`` (read from ``lines`` of ``path``, one per message) if ``remember``
+    will take it; else ``ConfigError`` naming the line."""
+    messages = conversation["messages"]
+    for position, (line, message) in enumerate(zip(lines, messages, strict=False)):
+        try:
+            said_of(message, position)
+        except ValueError as exc:
+            raise ConfigError(f"{path} line {line}: {exc}") from None
+    try:
+        said_in(messages)
+        if conversation.get("at") is not None:
+            _when(conversation["at"], "at")
+        if conversation.get("thread_id") is not None:
+            check_id(conversation["thread_id"], "thread_id")
+    except (ValueError, ConfigError) as exc:
+        raise ConfigError(f"{path} line {lines[0]}: {exc}") from None
+    return conversation
 
 
 @memory_app.command("forget")
@@ -93,13 +258,22 @@ def forget(
     store: StoreOpt = None,
     backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
+    thread: Annotated[
+        str | None,
+        typer.Option("--thread", help="Erase what was remembered from this conversation only."),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Erase one memory of USER (--id), or all of them."""
-    if memory_id is None and not yes:
+    """Erase one memory of USER (--id), one conversation's (--thread), or all of them."""
+    if memory_id is None and thread is None and not yes:
         typer.confirm(f"Erase everything remembered about {user!r}?", abort=True)
-    with _errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
-        erased = rag.forget(user, memory_id)
+    with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
+        thread = None if thread is None else check_id(thread, "--thread")
+        if thread is not None and not thread.strip():
+            raise ConfigError("--thread must not be empty; leave it out to erase everything")
+        erased = rag.forget(check_id(user, "USER"), memory_id, thread_id=thread)
         if memory_id is not None and erased == 0:
             raise ConfigError(f"user {user!r} has no memory with id {memory_id!r}")
+        if thread is not None and erased == 0:
+            raise ConfigError(f"nothing is remembered of {user!r} from conversation {thread!r}")
     console.print(f"erased {erased} memor{'y' if erased == 1 else 'ies'} of {escape(user)!r}")

@@ -7,8 +7,7 @@ threshold, what the agent saw:
 * relevance (``memory_relevance_threshold``): the ``best_similarity`` of every recall
   (``read_memory`` events, fired or ``below_threshold``): the threshold gates recall by
   meaning only (a fact whose alias the question contains is recalled whatever its
-  similarity, preferences always apply), so the alias matches' 1.0 are left out; traces of
-  earlier releases give ``best_score``;
+  similarity, preferences always apply), so the alias matches' 1.0 are left out;
 * storage (``memory_storage_threshold``): the ``memory_confidence`` of every fact the
   grader proposed (``final_grade`` events with ``memory_worth_storing``).
 
@@ -22,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -32,6 +32,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from retrievalagent.cli._common import handle_errors
+from retrievalagent.errors import ConfigError
+
 __all__ = ["analyze", "read_trace_file", "suggest", "tune"]
 
 MIN_SAMPLES = 5
@@ -40,12 +43,32 @@ RELEVANCE_RANGE = (0.3, 0.95)
 STORAGE_RANGE = (0.5, 0.99)
 
 
+#: The scores ``tune`` reads, by node, and the range each must be in.
+_SCORES: dict[str, dict[str, tuple[float, float]]] = {
+    "read_memory": {"best_similarity": (-1.0, 1.0), "best_score": (-1.0, 1.0), "threshold": (0, 1)},
+    "final_grade": {"memory_confidence": (0.0, 1.0), "storage_threshold": (0.0, 1.0)},
+}
+
+
 def read_trace_file(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The turn records of a trace file and the number of lines that could not be read."""
+    """The turn records of a trace file and the number of lines that are not turn records
+    (a line cut short by a crash, say).
+
+    Raises:
+        ConfigError: the file is not UTF-8 text, or a turn holds a score ``tune`` reads
+            that is not a number in its range (NaN, a confidence of 1.7): the message
+            names the line.
+    """
     records, bad = [], 0
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8").removeprefix("\ufeff").strip()
+            except UnicodeDecodeError:
+                raise ConfigError(
+                    f"{path}: line {number} is not UTF-8 text; a trace file (RAG_TRACE_FILE) "
+                    "is JSON lines"
+                ) from None
             if not line:
                 continue
             try:
@@ -54,10 +77,28 @@ def read_trace_file(path: Path) -> tuple[list[dict[str, Any]], int]:
                 bad += 1
                 continue
             if isinstance(record, dict) and isinstance(record.get("trace"), list):
+                _check_scores(record["trace"], f"{path}: line {number}")
                 records.append(record)
             else:
                 bad += 1
     return records, bad
+
+
+def _check_scores(trace: list[Any], where: str) -> None:
+    """Refuse a score that would skew the suggestion: not a number, NaN, out of range."""
+    for event in trace:
+        if not isinstance(event, dict):
+            continue
+        for key, (low, high) in _SCORES.get(str(event.get("node")), {}).items():
+            value = event.get(key)
+            if value is None:
+                continue
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or not low <= value <= high:
+                raise ConfigError(
+                    f"{where}: {key} {json.dumps(value)} is not a number from {low:g} to "
+                    f"{high:g}; is this a trace file of retrievalagent?"
+                )
 
 
 def _quantiles(values: Sequence[float]) -> dict[str, float | int | None]:
@@ -122,14 +163,14 @@ class _Tally:
             self.write_memory(event)
 
     def read_memory(self, event: dict[str, Any]) -> None:
-        fired = event.get("n_kept", 1 if "memories" in event else 0) and not event.get("skipped")
+        fired = event.get("n_kept") and not event.get("skipped")
         if "error" in event:
             self.recall["error"] += 1
         elif fired:
             self.recall["fired"] += 1
         else:
             self.recall[str(event.get("skipped", "?"))] += 1
-        best = event.get("best_similarity", event.get("best_score"))
+        best = event.get("best_similarity")
         if isinstance(best, int | float):
             self.best_scores.append(float(best))
         if isinstance(event.get("threshold"), int | float):
@@ -213,7 +254,8 @@ def _print(report: dict[str, Any], console: Console) -> None:
     ):
         part = report[key]
         dist = part[score]
-        console.print(f"\n[bold]{label}[/] ({env}); in use: {part['current']}")
+        in_use = "not recorded" if part["current"] is None else part["current"]
+        console.print(f"\n[bold]{label}[/] ({env}); in use: {in_use}")
         counts = part.get("recalls") or part.get("grades") or {}
         console.print("  events: " + (", ".join(f"{k} {v}" for k, v in counts.items()) or "none"))
         if dist["n"]:
@@ -228,7 +270,8 @@ def _print(report: dict[str, Any], console: Console) -> None:
             console.print(table)
         else:
             console.print(f"  no {score} recorded")
-        console.print(f"  [bold]suggested: {part['suggested']}[/] ({part['why']})")
+        suggested = "none" if part["suggested"] is None else part["suggested"]
+        console.print(f"  [bold]suggested: {suggested}[/] ({part['why']})")
     if report["writes"]:
         console.print(
             "\nwrites: " + ", ".join(f"{k} {v}" for k, v in sorted(report["writes"].items()))
@@ -243,15 +286,39 @@ def tune(
 ) -> None:
     """Suggest memory_relevance_threshold and memory_storage_threshold from a trace file."""
     console = Console()
-    if not trace_file.is_file():
-        Console(stderr=True).print(f"[bold red]error:[/] no such file: {trace_file}")
-        raise typer.Exit(1)
-    records, bad = read_trace_file(trace_file)
-    report = analyze(records)
-    report["unreadable_lines"] = bad
+    with handle_errors():
+        report = _report(trace_file)
     if as_json:
         console.print_json(json.dumps(report))
         return
     _print(report, console)
-    if bad:
-        console.print(f"[yellow]{bad} line(s) could not be read[/]")
+    if report["unreadable_lines"]:
+        console.print(f"[yellow]{report['unreadable_lines']} line(s) could not be read[/]")
+
+
+def _report(trace_file: Path) -> dict[str, Any]:
+    """What ``tune`` prints, or a ``ConfigError`` when the file cannot be tuned from."""
+    if trace_file.is_dir():
+        raise ConfigError(
+            f"{trace_file} is a folder; give the trace file itself (RAG_TRACE_FILE, JSON lines)"
+        )
+    if not trace_file.is_file():
+        raise ConfigError(f"no such file: {trace_file}")
+    records, bad = read_trace_file(trace_file)
+    if not records:
+        unread = f" ({bad} line(s) are not turn records)" if bad else ""
+        raise ConfigError(
+            f"{trace_file} holds no turns{unread}: nothing to tune; set RAG_TRACE_FILE and "
+            "let the agent answer some questions first"
+        )
+    report = analyze(records)
+    report["unreadable_lines"] = bad
+    if (
+        not report["relevance"]["best_score"]["n"]
+        and not report["storage"]["memory_confidence"]["n"]
+    ):
+        raise ConfigError(
+            f"nothing to tune: the {len(records)} turns in {trace_file} hold no memory recall "
+            "scores and no proposed facts (is long-term memory on?)"
+        )
+    return report

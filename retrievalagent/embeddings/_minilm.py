@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,12 +55,12 @@ def _verified(path: Path, expected: str, what: str) -> Path:
 class MiniLMEmbeddings(Embeddings):
     """Sentence embeddings (384-d, cosine) from the packaged all-MiniLM-L6-v2 int8 model.
 
-    Loading is lazy and thread-safe; texts are embedded in length-sorted batches so that
-    padding stays small. Vectors are L2-normalised mean-pooled token states, as in
+    Loading is lazy and thread-safe; texts are embedded in runs of similar token length, so
+    that padding stays small (see ``_runs``). Vectors are L2-normalised mean-pooled token states, as in
     sentence-transformers.
 
     Args:
-        batch_size: Texts per ONNX run.
+        batch_size: Most texts per ONNX run.
         max_tokens: Truncation length (the model's useful maximum is 256).
         threads: onnxruntime intra-op threads (default: all cores).
     """
@@ -144,13 +145,13 @@ class MiniLMEmbeddings(Embeddings):
 
         tokenizer = Tokenizer.from_file(str(tok_path))
         tokenizer.enable_truncation(max_length=self.max_tokens)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in a batch
+        tokenizer.no_padding()  # the file pads to 128; each run is padded by ``_run``
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads or min(os.cpu_count() or 1, 8)
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        # Every batch has its own shape (length-sorted, padded to its longest text); a memory
+        # Every run has its own shape (padded to its longest text); a memory
         # pattern cached per shape only grows the process, it is never reused.
         options.enable_mem_pattern = False
         session = ort.InferenceSession(
@@ -159,11 +160,17 @@ class MiniLMEmbeddings(Embeddings):
         return tokenizer, session
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        return self._run(self._tokenizer.encode_batch(texts))
+
+    def _run(self, encodings: list[Any]) -> np.ndarray:
+        """One ONNX run over tokenized texts, padded to the longest of them."""
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        ids = np.zeros((len(encodings), max(len(e.ids) for e in encodings)), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         hidden = self._session.run(
             None,
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
@@ -180,11 +187,9 @@ class MiniLMEmbeddings(Embeddings):
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        # Sorting by length keeps padding (wasted compute) small inside each batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+        encodings = self._tokenizer.encode_batch([text or " " for text in texts])
+        for run in _runs([len(e.ids) for e in encodings], self.batch_size):
+            out[run] = self._run([encodings[i] for i in run])
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -194,3 +199,26 @@ class MiniLMEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         vector: list[float] = self.embed_array([text])[0].tolist()
         return vector
+
+
+#: The largest share of a run's tokens that may be padding.
+_MAX_PADDING = 0.2
+
+
+def _runs(lengths: list[int], size: int) -> Iterator[list[int]]:
+    """Texts (by index) in ONNX runs: sorted by token length, at most ``size`` a run, and a
+    new run wherever padding to the next text would exceed ``_MAX_PADDING`` of the run's
+    tokens. The model's time grows with the tokens it runs, padding included: the few
+    texts of one conversation, a word to a paragraph each, padded to the longest cost
+    nearly twice their own tokens (vectors do not depend on the padding)."""
+    run: list[int] = []
+    tokens = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        padded = (len(run) + 1) * lengths[i]
+        if run and (len(run) == size or padded * (1 - _MAX_PADDING) > tokens + lengths[i]):
+            yield run
+            run, tokens = [], 0
+        run.append(i)
+        tokens += lengths[i]
+    if run:
+        yield run

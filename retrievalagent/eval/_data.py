@@ -21,16 +21,22 @@ several chunks counts once, at its best chunk's rank.
   separate eval collection), so a query can only be found through the section's body.
   With a chat model, questions it writes for sampled passages join the set
   (:func:`add_llm_questions`), each judged by its passage's section.
+
+Files are UTF-8 (a byte order mark is skipped, as ingestion skips it). Input that would
+score silently wrong is an error naming the option, file and line: an empty file, a JSON
+array instead of JSON lines, an id given twice, a qrels line that does not parse, qrels
+that name no document of the corpus. Judgements naming unknown documents or queries are
+left out with a warning (:attr:`TestSet.warnings`) that counts them.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import re
+import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,24 +44,28 @@ from typing import Any
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from retrievalagent.errors import ConfigError
+from retrievalagent.errors import ConfigError, IngestError
+from retrievalagent.eval._names import arg, given
 
 __all__ = [
     "UNIT_KEY",
     "TestSet",
     "add_llm_questions",
+    "chunk_entries",
     "derive_from_chunks",
     "derive_from_headings",
     "describe",
     "load_beir",
     "load_questions",
     "split_of",
+    "unmatched_relevant",
 ]
 
 #: Metadata key holding a chunk's judged id in the collections ``eval`` builds.
 UNIT_KEY = "doc_id"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+_TOKEN = re.compile(r"[^\W_]+")
 
 
 def split_of(query_id: str) -> str:
@@ -75,6 +85,8 @@ class TestSet:
     qrels: dict[str, dict[str, int]]
     documents: list[Document] | None = None
     notes: list[str] = field(default_factory=list)
+    #: What in the input was left out or looks wrong (the command prints these).
+    warnings: list[str] = field(default_factory=list)
     _source_match: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
 
     def judged_id(self, query_id: str, chunk_id: str, payload: Mapping[str, Any]) -> str:
@@ -105,106 +117,273 @@ def _same_source(source: str, given: str) -> bool:
     return not tail.startswith("/") and (source.endswith("/" + tail) or f"/{tail}/" in source)
 
 
-# -- BEIR ---------------------------------------------------------------------------------
-def _jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if line.strip():
+# -- reading the files -----------------------------------------------------------------------
+def _lines(path: Path, label: str) -> Iterator[tuple[int, str]]:
+    """The numbered lines of a UTF-8 text file; a leading byte order mark is skipped, as
+    ingestion skips it. ``label`` starts every message (it names the option and file)."""
+    try:
+        with path.open("rb") as fh:
+            for number, raw in enumerate(fh, 1):
                 try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ConfigError(f"{label}:{number}: not UTF-8 text") from None
+                yield number, line.removeprefix("\ufeff") if number == 1 else line
+    except OSError as exc:
+        raise ConfigError(f"{label}: cannot read it: {exc.strerror or exc}") from None
 
 
-def _row_id(row: Mapping[str, Any], path: Path) -> str:
+def _jsonl(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON-lines file, with their line numbers."""
+    first = True
+    for number, line in _lines(path, label):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if first and line.lstrip().startswith("["):
+                row = []  # a JSON array written over several lines
+            else:
+                raise ConfigError(f"{label}:{number}: not valid JSON ({exc.msg})") from None
+        if isinstance(row, list):
+            raise ConfigError(
+                f"{label} is a JSON array, not JSON lines: write one JSON object per line"
+            )
+        if not isinstance(row, dict):
+            raise ConfigError(
+                f"{label}:{number}: expected a JSON object, got {type(row).__name__} {line.strip()[:60]!r}"
+            )
+        first = False
+        yield number, row
+
+
+def _row_id(row: Mapping[str, Any], label: str, number: int) -> str:
     value = row.get("_id", row.get("id"))
     if value is None or str(value) == "":
-        raise ConfigError(f"{path}: an entry has no '_id' (or 'id'): {str(row)[:120]}")
+        raise ConfigError(f"{label}:{number}: the entry has no '_id' (or 'id'): {str(row)[:120]}")
     return str(value)
 
 
-def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+def _unique(ids: dict[str, int], key: str, number: int, label: str, what: str) -> None:
+    """Note that ``key`` is on line ``number``; the second time it is an error."""
+    if key in ids:
+        raise ConfigError(
+            f"{label} has the {what} {key!r} twice (lines {ids[key]} and {number}); "
+            f"each {what} must be unique"
+        )
+    ids[key] = number
+
+
+def _qrels_row(fields: Sequence[str]) -> tuple[str, str, int] | None:
+    """``(query id, document id, grade)`` of a BEIR row (3 fields) or a TREC row (4)."""
+    if len(fields) == 4:
+        qid, _, doc, grade = fields
+    elif len(fields) == 3:
+        qid, doc, grade = fields
+    else:
+        return None
+    try:
+        value = float(grade)
+    except ValueError:
+        return None
+    if not value.is_integer() or not qid.strip() or not doc.strip():
+        return None
+    return qid.strip(), doc.strip(), int(value)
+
+
+def _read_qrels(path: Path, label: str) -> dict[str, dict[str, int]]:
     """BEIR ``query-id corpus-id score`` (tab-separated, with a header) or TREC
-    ``qid 0 docid grade`` lines."""
+    ``qid 0 docid grade`` lines; any other line is an error naming it."""
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for row in csv.reader(fh, delimiter="\t"):
-            if len(row) == 1:
-                row = row[0].split()
-            if len(row) == 4:
-                qid, _, doc, grade = row
-            elif len(row) == 3:
-                qid, doc, grade = row
-            else:
+    header_allowed = True
+    for number, line in _lines(path, label):
+        text = line.strip()
+        if not text:
+            continue
+        fields = text.split("\t") if "\t" in text else text.split()
+        parsed = _qrels_row(fields)
+        if parsed is None:
+            if header_allowed and len(fields) in (3, 4):
+                header_allowed = False  # the header line
                 continue
-            try:
-                value = int(float(grade))
-            except ValueError:
-                continue  # the header line
-            qrels.setdefault(qid.strip(), {})[doc.strip()] = value
+            raise ConfigError(
+                f"{label}:{number}: not a qrels row (expected 'query-id<TAB>corpus-id<TAB>"
+                f"score' or TREC 'qid 0 docid grade', with a whole-number grade): {text[:80]!r}"
+            )
+        header_allowed = False
+        qid, doc, grade = parsed
+        qrels.setdefault(qid, {})[doc] = grade
     return qrels
 
 
+# -- BEIR ---------------------------------------------------------------------------------
 def load_beir(folder: str | Path, split: str = "test") -> TestSet:
     """A BEIR folder: its corpus as documents (ids kept), queries and ``split`` qrels."""
     root = Path(folder).expanduser()
+    label = given("beir", root)
     corpus_file, queries_file = root / "corpus.jsonl", root / "queries.jsonl"
     qrels_file = root / "qrels" / f"{split}.tsv"
     if not qrels_file.exists():
         qrels_file = root / "qrels.tsv"
-    missing = [p.name for p in (corpus_file, queries_file, qrels_file) if not p.exists()]
+    missing = [p.name for p in (corpus_file, queries_file, qrels_file) if not p.is_file()]
     if missing:
         raise ConfigError(
-            f"{root} is not a BEIR folder: missing {', '.join(missing)} (expected corpus.jsonl, "
+            f"{label} is not a BEIR folder: missing {', '.join(missing)} (expected corpus.jsonl, "
             f"queries.jsonl and qrels/{split}.tsv or qrels.tsv)"
         )
-    documents = []
-    for row in _jsonl(corpus_file):
-        doc_id = _row_id(row, corpus_file)
+    documents, empty = _beir_corpus(corpus_file, f"{label}: corpus.jsonl")
+    queries: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, row in _jsonl(queries_file, f"{label}: queries.jsonl"):
+        qid = _row_id(row, f"{label}: queries.jsonl", number)
+        _unique(lines, qid, number, f"{label}: queries.jsonl", "query id")
+        queries[qid] = str(row.get("text", ""))
+    qrels_name = qrels_file.relative_to(root).as_posix()
+    test = TestSet(
+        name=root.name, kind="beir", queries={}, qrels={}, documents=documents,
+        notes=[f"qrels: {qrels_name}"],
+    )  # fmt: skip
+    if empty:
+        test.warnings.append(
+            f"{label}: corpus.jsonl has {empty} entries without title or text; they are left out"
+        )
+    known = {str(d.metadata[UNIT_KEY]) for d in documents}
+    judged = _read_qrels(qrels_file, f"{label}: {qrels_name}")
+    qrels = _known_judgements(judged, known, queries, test.warnings, f"{label}: {qrels_name}")
+    blank = [q for q in qrels if not queries[q].strip()]
+    if blank:
+        test.warnings.append(
+            f"{label}: queries.jsonl: {len(blank)} judged queries have no text "
+            f"(e.g. {blank[0]!r}); they are left out"
+        )
+    test.qrels = {
+        q: grades
+        for q, grades in qrels.items()
+        if queries[q].strip() and any(g > 0 for g in grades.values())
+    }
+    if not test.qrels:
+        raise ConfigError(
+            f"{label}: no query of queries.jsonl has a relevant document in {qrels_name}"
+        )
+    test.queries = {q: queries[q] for q in test.qrels}
+    return test
+
+
+def _beir_corpus(path: Path, label: str) -> tuple[list[Document], int]:
+    """One ``Document`` per corpus entry (its title as the heading, so every chunk of a long
+    entry is indexed under it), and how many entries were empty."""
+    documents, empty = [], 0
+    lines: dict[str, int] = {}
+    for number, row in _jsonl(path, label):
+        doc_id = _row_id(row, label, number)
+        _unique(lines, doc_id, number, label, "id")
         title, text = " ".join(str(row.get("title") or "").split()), str(row.get("text") or "")
-        # the title as the heading: every chunk of a long entry is indexed under it
         content = f"# {title}\n\n{text}" if title else text
         if not content.strip():
+            empty += 1
             continue
         documents.append(Document(content, metadata={UNIT_KEY: doc_id, "source": f"beir:{doc_id}"}))
-    queries = {_row_id(row, queries_file): str(row.get("text", "")) for row in _jsonl(queries_file)}
-    qrels = {
-        q: grades
-        for q, grades in _read_qrels(qrels_file).items()
-        if q in queries and queries[q].strip() and any(g > 0 for g in grades.values())
+    if not documents:
+        raise ConfigError(
+            f"{label} holds no documents"
+            + (f" ({empty} entries, each without title or text)" if empty else "")
+        )
+    return documents, empty
+
+
+def _known_judgements(
+    judged: Mapping[str, Mapping[str, int]],
+    documents: set[str],
+    queries: Mapping[str, str],
+    warnings: list[str],
+    label: str,
+) -> dict[str, dict[str, int]]:
+    """The judgements of known queries on known documents; the others are counted in
+    ``warnings``, and an error when no judged document is in the corpus at all."""
+    named = {d for grades in judged.values() for d in grades}
+    unknown_docs = sorted(named - documents)
+    if named and len(unknown_docs) == len(named):
+        raise ConfigError(
+            f"{label}: none of the {len(named)} judged documents is in corpus.jsonl "
+            f"(e.g. {unknown_docs[0]!r}); are these the qrels of another corpus?"
+        )
+    gone = sum(d not in documents for grades in judged.values() for d in grades)
+    if gone:
+        warnings.append(
+            f"{label}: {gone} judgement(s) name documents not in corpus.jsonl "
+            f"(e.g. {unknown_docs[0]!r}); they are left out"
+        )
+    strays = [q for q in judged if q not in queries]
+    if strays:
+        count = sum(len(judged[q]) for q in strays)
+        warnings.append(
+            f"{label}: {count} judgement(s) name queries not in queries.jsonl "
+            f"(e.g. {strays[0]!r}); they are left out"
+        )
+    return {
+        q: {d: g for d, g in grades.items() if d in documents}
+        for q, grades in judged.items()
+        if q in queries
     }
-    if not qrels:
-        raise ConfigError(f"{qrels_file}: no query of queries.jsonl has a relevant document")
-    return TestSet(
-        name=root.name,
-        kind="beir",
-        queries={q: queries[q] for q in qrels},
-        qrels=qrels,
-        documents=documents,
-        notes=[f"qrels: {qrels_file.relative_to(root)}"],
-    )
 
 
 # -- questions over a collection -------------------------------------------------------------
 def load_questions(path: str | Path) -> TestSet:
-    """JSON lines of ``{"question": ..., "relevant": [chunk ids or sources], "id"?: ...}``."""
+    """JSON lines of ``{"question": ..., "relevant": [chunk ids or sources], "id"?: ...}``
+    (a question without an ``id`` is numbered by its place in the file, from 1)."""
     path = Path(path).expanduser()
+    label = given("questions", path)
+    if path.is_dir():
+        raise ConfigError(f"{label} is a folder; give the JSON-lines file of questions")
     if not path.is_file():
-        raise ConfigError(f"no such questions file: {path}")
+        raise ConfigError(f"no such questions file: {label}")
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for number, row in enumerate(_jsonl(path), 1):
+    lines: dict[str, int] = {}
+    for ordinal, (number, row) in enumerate(_jsonl(path, label), 1):
         question, relevant = row.get("question"), row.get("relevant")
         if not isinstance(question, str) or not question.strip():
-            raise ConfigError(f"{path}: entry {number} has no 'question'")
+            raise ConfigError(f"{label}:{number}: the entry has no 'question'")
         if isinstance(relevant, str):
             relevant = [relevant]
         if not isinstance(relevant, list) or not relevant:
-            raise ConfigError(f"{path}: entry {number} needs a non-empty 'relevant' list")
-        qid = str(row.get("id", number))
+            raise ConfigError(f"{label}:{number}: the entry needs a non-empty 'relevant' list")
+        qid = str(row.get("id", ordinal))
+        _unique(lines, qid, number, label, "question id")
         queries[qid] = question
         qrels[qid] = {_normalise_source(str(r), path.parent): 1 for r in relevant}
+    if not queries:
+        raise ConfigError(
+            f'{label} holds no questions (expected JSON lines {{"question": ..., '
+            '"relevant": [sources or chunk ids]}})'
+        )
     return TestSet(name=path.stem, kind="questions", queries=queries, qrels=qrels)
+
+
+def unmatched_relevant(
+    test: TestSet, sources: Iterable[str], chunk_ids: Iterable[str]
+) -> list[tuple[str, str]]:
+    """The ``(question id, relevant entry)`` pairs of a questions set that name neither an
+    indexed source (``sources``, matched as :meth:`TestSet.judged_id` matches them) nor
+    one of ``chunk_ids``: such an entry can never be found, so it would score 0 silently."""
+    names, chunks = list(sources), set(chunk_ids)
+    exact = set(names)
+    return [
+        (qid, entry)
+        for qid, grades in test.qrels.items()
+        for entry in grades
+        if entry not in chunks
+        and (
+            _UUID.match(entry)
+            or (entry not in exact and not any(_same_source(s, entry) for s in names))
+        )
+    ]
+
+
+def chunk_entries(test: TestSet) -> list[str]:
+    """The relevant entries of a questions set that look like chunk ids."""
+    return sorted({e for grades in test.qrels.values() for e in grades if _UUID.match(e)})
 
 
 def _normalise_source(entry: str, base: Path) -> str:
@@ -228,6 +407,12 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def _heading_key(heading: str) -> str:
+    """What two headings must share to be the same heading: every word, number and single
+    letter (``Error E3`` and ``Error E7`` differ), whatever the case and punctuation."""
+    return " ".join(_TOKEN.findall(unicodedata.normalize("NFKC", heading).casefold()))
+
+
 def derive_from_headings(
     inputs: Any, chunk_size: int, chunk_overlap: int, min_words: int = 2
 ) -> TestSet:
@@ -239,12 +424,21 @@ def derive_from_headings(
     ``min_words`` words or more and no other section of the corpus has the same heading;
     its relevant sections are its own and those below it.
     """
-    from retrievalagent.ingest import expand_inputs
-    from retrievalagent.ingest._chunking import chunk_sections
+    from retrievalagent.ingest import chunk_sections, expand_inputs
 
+    try:
+        docs = expand_inputs(inputs)
+    except IngestError as exc:  # a missing or unreadable path
+        raise ConfigError(f"{arg('docs')}: {exc}") from None
+    if not docs:
+        shown = ", ".join(map(str, inputs)) if isinstance(inputs, list | tuple) else str(inputs)
+        raise ConfigError(
+            f"{given('docs', shown)}: no documents (Markdown, text or HTML files) to derive "
+            "a test set from"
+        )
     records = (
         (doc.source, chunk.headings, chunk.position, chunk.text)
-        for doc in expand_inputs(inputs)
+        for doc in docs
         for chunk in chunk_sections(doc.sections(), chunk_size, chunk_overlap)
     )
     return _derive(records, min_words)
@@ -284,13 +478,13 @@ def _derive(records: Iterable[tuple[str, Sequence[str], int, str]], min_words: i
     for section, (source, headings) in paths.items():
         for depth in range(1, len(headings) + 1):
             under.setdefault((source, headings[:depth]), set()).add(section)
-    texts = Counter(" ".join(_words(path[-1])) for _, path in under)
+    texts = Counter(_heading_key(path[-1]) for _, path in under)
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     skipped: Counter[str] = Counter()
     for (source, path), sections in sorted(under.items()):
-        heading, key = path[-1], " ".join(_words(path[-1]))
-        if len(key.split()) < min_words:
+        heading, key = path[-1], _heading_key(path[-1])
+        if len(_words(heading)) < min_words:
             skipped[f"fewer than {min_words} words"] += 1
         elif texts[key] > 1:
             skipped["heading not unique"] += 1
@@ -331,11 +525,12 @@ def add_llm_questions(test: TestSet, model: Any, count: int, retry: Any = None) 
     """
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from retrievalagent.models._llm import model_name
-    from retrievalagent.models._retry import RetryPolicy
+    from retrievalagent.models import RetryPolicy, model_name
 
     if test.documents is None:
-        raise ConfigError("LLM-written questions need documents (docs= or derive_from=)")
+        raise ConfigError(
+            f"LLM-written questions need documents ({arg('docs')} or {arg('derive_from')})"
+        )
     runnable = model.with_structured_output(WrittenQuestion)
     retry = retry or RetryPolicy()
     name = model_name(model)

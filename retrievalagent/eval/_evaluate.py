@@ -1,9 +1,12 @@
 """``evaluate``: how well the hybrid search finds the relevant documents of a test set.
 
-One pass over the queries asks the index for both candidate lists (dense and BM25,
-``DEPTH`` chunks each, ids and scores only) and the payloads of the chunks not seen yet.
-Every run reported is then built from those lists with the library's own fusers, exactly
-as ``HybridSearcher.search`` would build it:
+One pass over the queries searches each through the agent's own ``search`` (so the query
+is cleaned and normalised exactly as the agent does it, full-width ``ＱＭ－４８９８`` becoming
+``QM-4898``), with a searcher that also keeps both candidate lists (dense and BM25,
+``DEPTH`` chunks each, ids and scores only); the payloads of the chunks not seen yet are
+fetched once. Every run reported is then built from those lists with the library's own
+fusers, exactly as ``HybridSearcher.search`` would build it, and the hybrid head is
+checked against what the agent's search returned:
 
 * ``bm25`` and ``dense``: one list alone.
 * ``hybrid``: the current settings (``fusion``, ``dense_weight``, ``rrf_k``, ``fetch_k``);
@@ -14,8 +17,9 @@ as ``HybridSearcher.search`` would build it:
   scored on a dev half of the queries (a fixed half, by a hash of the query id); the
   best on dev is reported on the held-out test half, beside the current settings on the
   same half, with the ``RAG_*`` variables that apply it. The tuned head is then rebuilt
-  from those variables (``Settings.load`` and ``HybridSearcher.search``, as
-  ``init_agent`` builds it) and its test nDCG@10 is reported as ``reproduced``.
+  from those variables (the searcher ``init_agent`` would build, asked through the
+  agent's ``search``) and its test nDCG@10 is reported as ``reproduced``, with the
+  number of queries whose ranking differs from the tuned run's (a warning when any do).
 * ``+rerank``: with a reranker, the hybrid head's first ``rerank_k`` passages reordered.
 
 Chunks are mapped to the ids the test set judges (a document, a section, a source),
@@ -24,6 +28,7 @@ each id kept at its best chunk's rank.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -35,22 +40,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrievalagent._inputs import MAX_TOP_K
 from retrievalagent.config import FUSION_METHODS, Settings
 from retrievalagent.errors import ConfigError
 from retrievalagent.eval._data import (
     TestSet,
     add_llm_questions,
+    chunk_entries,
     derive_from_chunks,
     derive_from_headings,
     describe,
     load_beir,
     load_questions,
     split_of,
+    unmatched_relevant,
 )
 from retrievalagent.eval._metrics import METRICS, first_occurrences, mean_scores, ndcg
+from retrievalagent.eval._names import arg, given
+from retrievalagent.index import Condition, Hit
 from retrievalagent.models import resolve_model
-from retrievalagent.retrieval._fusion import Fuser, make_fuser
-from retrievalagent.retrieval._types import Hit
+from retrievalagent.retrieval import Fuser, HybridSearcher, make_fuser
 
 __all__ = ["DEPTH", "EvalReport", "Setting", "evaluate"]
 
@@ -65,6 +74,8 @@ TIE = 0.002  # dev nDCG@10 differences below this count as a tie
 #: standard error, two of our three sets adopted settings that did not hold on the
 #: held-out half (docs/evaluation.md).
 NOISE_SE = 2.0
+#: Queries each half needs for ``tune`` (dev to choose, held-out to score).
+MIN_HALF = 5
 
 
 @dataclass(frozen=True)
@@ -102,10 +113,11 @@ class Setting:
         return f"{self.fusion}({', '.join(parts)})"
 
 
-def grid(current: Setting) -> list[Setting]:
-    """The settings ``tune`` tries (the current one included)."""
+def grid(current: Setting, top_k: int = 1) -> list[Setting]:
+    """The settings ``tune`` tries (the current one included); a ``fetch_k`` below
+    ``top_k`` is tried as ``top_k``, since the agent never fetches fewer."""
     out = [current]
-    for fetch_k in FETCH_KS:
+    for fetch_k in sorted({max(k, top_k) for k in FETCH_KS}):
         out.append(Setting("rrf", 0.5, fetch_k, current.rrf_k))
         for method in FUSION_METHODS[1:]:
             out.extend(Setting(method, w, fetch_k, current.rrf_k) for w in WEIGHTS)
@@ -134,9 +146,12 @@ class EvalReport:
     timings: dict[str, float] = field(default_factory=dict)
     run_out: str | None = None
     plot: str | None = None
+    #: What was left out of the test set, and any run that is not what the agent returns.
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "warnings": self.warnings,
             "test_set": self.test_set,
             "collection": self.collection,
             "settings": self.settings,
@@ -164,38 +179,136 @@ def _progress(show: bool | None) -> bool:
     return sys.stderr.isatty() if show is None else show
 
 
+@dataclass(eq=False)
+class _Recorder(HybridSearcher):
+    """The agent's searcher as ``eval`` uses it, through the agent's own ``search``: each
+    list is fetched ``depth`` deep and kept, with the query as the agent searched it; the
+    agent gets the first ``fetch_k`` of each, the lists its own searcher fuses, however
+    many passages eval asks for (2 x ``fetch_k``: all that fusion holds; the agent's search
+    would go on past it with the fusion of deeper lists, as eval's runs do with the whole
+    lists); nothing is reranked (the reranker's lift is measured separately)."""
+
+    depth: int = DEPTH
+    query: str = ""
+    dense: list[Hit] = field(default_factory=list)
+    lexical: list[Hit] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, searcher: HybridSearcher, depth: int) -> _Recorder:
+        return cls(
+            searcher.index,
+            searcher.embedder,
+            searcher.encoder,
+            searcher.fuser,
+            searcher.fetch_k,
+            memory_weight=searcher.memory_weight,
+            depth=max(depth, searcher.fetch_k),
+        )
+
+    def dense_hits(
+        self,
+        vector: Sequence[float],
+        conditions: Sequence[Condition] = (),
+        limit: int | None = None,
+    ) -> list[Hit]:
+        self.dense = super().dense_hits(vector, conditions, self.depth)
+        return self.dense[: self.fetch_k]
+
+    def lexical_hits(
+        self,
+        query: str,
+        memory_terms: str = "",
+        conditions: Sequence[Condition] = (),
+        memory_weight: float = 1.0,
+        limit: int | None = None,
+    ) -> list[Hit]:
+        self.query = query
+        self.lexical = super().lexical_hits(
+            query, memory_terms, conditions, memory_weight, self.depth
+        )
+        return self.lexical[: self.fetch_k]
+
+
 class _Evaluation:
     """The candidate lists of every query, and the runs built from them."""
 
     def __init__(self, agent: Any, test: TestSet, show: bool) -> None:
         self.agent = agent
         self.test = test
-        self.searcher = agent.searcher
+        self.searcher: HybridSearcher = agent.searcher
         self.show = show
+        # what the agent really fetches: never fewer than top_k (as init_agent builds it)
+        self.current = dataclasses.replace(
+            Setting.of(agent.settings), fetch_k=self.searcher.fetch_k
+        )
         self.candidates: dict[str, Candidates] = {}
         self.payloads: dict[str, dict[str, Any]] = {}
+        self.searched: dict[str, str] = {}  # each query as the agent searched it
+        self.returned: dict[str, list[str]] = {}  # the chunk ids the agent's search returned
 
     def collect(self) -> None:
+        """Search every query through the agent; queries it refuses are left out."""
         from tqdm import tqdm
 
-        searcher = self.searcher
-        for qid, query in tqdm(
-            self.test.queries.items(),
-            desc="Searching",
-            unit="query",
-            disable=not self.show,
-            leave=False,
-        ):
-            vector = searcher.embedder.embed(query)
-            dense = searcher.dense_hits(vector, limit=DEPTH)
-            lexical = searcher.lexical_hits(query, limit=DEPTH)
-            coverage = searcher.coverage(query) if lexical else 1.0
-            missing = list({h.id for h in (*dense, *lexical)} - self.payloads.keys())
-            if missing:
-                for cid, payload in searcher.index.retrieve(missing).items():
-                    payload.pop("text", None)  # only the ids that judge it are kept
-                    self.payloads[cid] = payload
-            self.candidates[qid] = Candidates(dense, lexical, coverage)
+        recorder = _Recorder.of(self.searcher, DEPTH)
+        top_k = min(2 * recorder.fetch_k, MAX_TOP_K)  # the whole fused head
+        refused: dict[str, str] = {}
+        with self.agent.override(searcher=recorder):
+            for qid, query in tqdm(
+                self.test.queries.items(),
+                desc="Searching",
+                unit="query",
+                disable=not self.show,
+                leave=False,
+            ):
+                try:
+                    hits = self.agent.search(query, top_k=top_k)
+                except ConfigError as exc:  # empty, no words, too long: as the agent says
+                    refused[qid] = str(exc)
+                    continue
+                self.searched[qid] = recorder.query
+                self.returned[qid] = [h["id"] for h in hits]
+                self._keep(qid, recorder)
+        self._leave_out(refused)
+
+    def _keep(self, qid: str, recorder: _Recorder) -> None:
+        dense, lexical = recorder.dense, recorder.lexical
+        coverage = recorder.coverage(recorder.query) if lexical else 1.0
+        missing = list({h.id for h in (*dense, *lexical)} - self.payloads.keys())
+        if missing:
+            for cid, payload in self.searcher.index.retrieve(missing).items():
+                payload.pop("text", None)  # only the ids that judge it are kept
+                self.payloads[cid] = payload
+        self.candidates[qid] = Candidates(dense, lexical, coverage)
+
+    def _leave_out(self, refused: Mapping[str, str]) -> None:
+        if not refused:
+            return
+        qid, why = next(iter(refused.items()))
+        for q in refused:
+            del self.test.queries[q], self.test.qrels[q]
+        if not self.test.queries:
+            raise ConfigError(
+                f"the agent refuses every query of the test set (e.g. {qid!r}: {why})"
+            )
+        self.test.warnings.append(
+            f"{len(refused)} queries the agent refuses are left out (e.g. {qid!r}: {why})"
+        )
+
+    def check_head(self, qids: Sequence[str]) -> None:
+        """Warn when the hybrid head built here is not what the agent's search returned."""
+        fuser = self.current.fuser()
+        differ = [
+            q
+            for q in qids
+            if self.head(self.current, fuser, q)[: len(self.returned[q])] != self.returned[q]
+        ]
+        if differ:
+            self.test.warnings.append(
+                f"the hybrid run differs from what the agent's search returns on {len(differ)} "
+                f"of {len(qids)} queries (e.g. {differ[0]!r}), so its scores are not the "
+                "agent's; please report this"
+            )
 
     # -- runs --------------------------------------------------------------------------------
     def ranking(self, qid: str, chunk_ids: Sequence[str], limit: int = RUN_DEPTH) -> list[str]:
@@ -270,7 +383,7 @@ def _tune(
     ev: _Evaluation, current: Setting, dev: list[str], test: list[str]
 ) -> tuple[Setting, dict[str, Any]]:
     scored = []
-    for setting in grid(current):
+    for setting in grid(current, ev.agent.settings.top_k):
         value = ev.scores(ev.hybrid(setting, dev, need=10), dev)["ndcg@10"]
         scored.append((value, setting))
     top = max(v for v, _ in scored)
@@ -315,25 +428,32 @@ def _paired_gain(
     return mean, (var / len(diffs)) ** 0.5
 
 
-def _reproduce(ev: _Evaluation, setting: Setting, qids: Sequence[str]) -> float:
-    """Test nDCG@10 of the tuned setting rebuilt from its ``RAG_*`` variables the way
-    ``init_agent`` builds its searcher, through ``HybridSearcher.search``."""
-    from retrievalagent.retrieval import HybridSearcher
+def _reproduce(
+    ev: _Evaluation, setting: Setting, qids: Sequence[str], run: Mapping[str, Sequence[str]]
+) -> tuple[float, int]:
+    """Test nDCG@10 of ``setting`` rebuilt from its ``RAG_*`` variables (the searcher
+    ``init_agent`` builds from them, searched through the agent's own ``search``), and how
+    many queries it ranks otherwise than the head of ``run``, eval's run of the setting."""
+    from retrievalagent._build import make_searcher
 
-    cfg = Settings.load(env={**os.environ, **setting.env()})
-    base = ev.searcher
-    searcher = HybridSearcher(
-        base.index,
-        base.embedder,
-        base.encoder,
-        make_fuser(cfg.fusion, rrf_k=cfg.rrf_k, dense_weight=cfg.dense_weight),
-        cfg.fetch_k,
+    given = Settings.load(env=setting.env())  # the variables, parsed as init_agent parses them
+    cfg = ev.agent.settings.replace(
+        fusion=given.fusion,
+        dense_weight=given.dense_weight,
+        rrf_k=given.rrf_k,
+        fetch_k=given.fetch_k,
     )
-    run = {}
-    for q in qids:
-        hits, _ = searcher.search(ev.test.queries[q], 2 * cfg.fetch_k)
-        run[q] = first_occurrences(ev.test.judged_id(q, h.id, h.payload) for h in hits)
-    return ev.scores(run, qids)["ndcg@10"]
+    base = ev.searcher
+    # the lists of fetch_k each, as for the agent's own top_k (see _Recorder)
+    searcher = _Recorder.of(make_searcher(cfg, base.index, base.embedder, base.encoder, None), 0)
+    top_k = min(2 * searcher.fetch_k, MAX_TOP_K)
+    agent_run = {}
+    with ev.agent.override(searcher=searcher):
+        for q in qids:
+            hits = ev.agent.search(ev.test.queries[q], top_k=top_k)
+            agent_run[q] = first_occurrences(ev.test.judged_id(q, h["id"], h) for h in hits)
+    differ = sum(ranked != list(run[q][: len(ranked)]) for q, ranked in agent_run.items())
+    return ev.scores(agent_run, qids)["ndcg@10"], differ
 
 
 def _load(
@@ -345,7 +465,7 @@ def _load(
     cfg: Settings,
     agent_args: dict[str, Any],
 ) -> TestSet:
-    given = [
+    chosen = [
         name
         for name, v in (
             ("beir", beir),
@@ -355,12 +475,12 @@ def _load(
         )
         if v
     ]
-    if len(given) != 1:
+    if len(chosen) != 1:
         raise ConfigError(
-            "give exactly one test set: beir= (a BEIR folder), questions= (a JSONL file over "
-            "an existing collection), docs= (documents to derive a set from their headings) "
-            "or derive_from= (a collection to derive one from)"
-            + (f"; got {', '.join(given)}" if given else "")
+            f"give exactly one test set: {arg('beir')} (a BEIR folder), {arg('questions')} "
+            f"(a JSONL file over an existing collection), {arg('docs')} (documents to derive "
+            f"a set from their headings) or {arg('derive_from')} (a collection to derive one "
+            "from)" + (f"; got {', '.join(arg(g) for g in chosen)}" if chosen else "")
         )
     if beir:
         return load_beir(beir, split)
@@ -372,6 +492,10 @@ def _load(
 
     _must_exist(str(derive_from), cfg)
     with init_agent(str(derive_from), **agent_args) as source:
+        if source.count() == 0:
+            raise ConfigError(
+                f"{given('derive_from', derive_from)}: the collection holds no documents"
+            )
         return derive_from_chunks(source.index.chunks())
 
 
@@ -476,12 +600,15 @@ def evaluate(
     say = on_stage or (lambda message: None)
     show = _progress(progress)
     cfg = Settings.load(**settings)
+    out_file = _run_out_path(run_out)  # checked now, not after the whole search
     test = _load(
         beir, questions, docs, derive_from, split, cfg, {"embeddings": embeddings, **settings}
     )
     if llm_questions:
         model = _add_llm_questions(test, llm_questions, model, cfg, say)
     _limit(test, max_queries)
+    if tune:
+        _check_halves(list(test.queries))  # before anything is indexed
     name = _collection_name(test, collection, docs, cfg)
     agent = init_agent(
         name,
@@ -494,12 +621,13 @@ def evaluate(
     try:
         with _timed(timings, "ingest_s"):
             _index(agent, test, name, owned=collection is None, show=show, say=say)
-        current = Setting.of(agent.settings)
         ev = _Evaluation(agent, test, show)
+        current = ev.current
         with _timed(timings, "search_s"):
             say(f"searching {len(test.queries)} queries")
             ev.collect()
         qids = list(test.queries)
+        ev.check_head(qids)
         hybrid = ev.hybrid(current, qids)
         runs = _runs(ev, "all", qids, {"hybrid": (current, hybrid)})
         tuned = None
@@ -513,7 +641,7 @@ def evaluate(
                 say(f"reranking the top {agent.settings.rerank_k} of {len(qids)} queries")
                 rerank = _rerank(ev, current, hybrid, qids)
                 runs.append(rerank.pop("row"))
-        out_path = _write_run(run_out, hybrid)
+        out_path = _write_run(out_file, hybrid)
         timings["total_s"] = round(time.perf_counter() - started, 2)
         return EvalReport(
             test_set=describe(test),
@@ -530,6 +658,7 @@ def evaluate(
             rerank=rerank,
             timings=timings,
             run_out=out_path,
+            warnings=list(test.warnings),
         )
     finally:
         agent.close()
@@ -550,10 +679,15 @@ def _add_llm_questions(
     from retrievalagent._build import retry_policy
 
     if test.kind != "derived":
-        raise ConfigError("llm_questions= adds to a derived set: use docs= or derive_from=")
+        raise ConfigError(
+            f"{arg('llm_questions')} adds to a derived set: use {arg('docs')} or "
+            f"{arg('derive_from')}"
+        )
     chat = resolve_model(model if model is not None else cfg.model)
     if chat is None:
-        raise ConfigError("llm_questions= needs a chat model: pass model= (or RAG_MODEL)")
+        raise ConfigError(
+            f"{arg('llm_questions')} needs a chat model: pass {arg('model')} (or RAG_MODEL)"
+        )
     say(f"asking {n} questions of the model")
     add_llm_questions(test, chat, n, retry_policy(cfg))
     return chat
@@ -562,7 +696,9 @@ def _add_llm_questions(
 def _collection_name(test: TestSet, collection: str | None, docs: Any, cfg: Settings) -> str:
     """The collection the test set is searched in (it must exist unless it gets indexed)."""
     if test.kind == "questions" and not collection:
-        raise ConfigError("questions= needs the collection they are about: collection=...")
+        raise ConfigError(
+            f"{arg('questions')} needs {arg('collection')}: the collection the questions are about"
+        )
     name = collection or _default_collection(test, docs)
     if test.documents is None:
         _must_exist(name, cfg)
@@ -577,8 +713,27 @@ def _index(
         say(f"indexing {len(test.documents)} documents into {name!r}")
         agent.add_documents(test.documents, progress=show)
         _stale(agent, test, owned=owned)
-    elif agent.count() == 0:
+        return
+    if agent.count() == 0:
         raise ConfigError(f"collection {name!r} is empty: ingest the documents first")
+    _check_relevant(agent, test)
+
+
+def _check_relevant(agent: Any, test: TestSet) -> None:
+    """Refuse a relevant entry that names nothing in the collection: its question could
+    never find it, and would score 0 without saying why."""
+    chunks = chunk_entries(test)
+    known = agent.index.retrieve(chunks).keys() if chunks else ()
+    unmatched = unmatched_relevant(test, agent.sources(), known)
+    if not unmatched:
+        return
+    qid, entry = unmatched[0]
+    more = f" ({len(unmatched) - 1} more entries match nothing)" if len(unmatched) > 1 else ""
+    raise ConfigError(
+        f"{arg('questions')}: question {qid!r}: the relevant entry {entry!r} matches no "
+        f"source or chunk id in collection {agent.collection!r}{more}; "
+        "'retrievalagent sources' lists the indexed sources"
+    )
 
 
 def _runs(
@@ -607,14 +762,19 @@ def _tuned(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Tune on the dev half; the outcome, and the held-out rows of the current and tuned
     settings."""
-    dev = [q for q in qids if split_of(q) == "dev"]
-    held = [q for q in qids if split_of(q) == "test"]
-    if len(dev) < 5 or len(held) < 5:
-        raise ConfigError(f"tune needs 10+ queries (have {len(qids)})")
+    dev, held = _check_halves(qids)
     say(f"tuning on {len(dev)} dev queries, scoring on {len(held)} held-out queries")
     best, details = _tune(ev, current, dev, held)
-    fused = {"hybrid": (current, ev.hybrid(current, held)), "tuned": (best, ev.hybrid(best, held))}
+    tuned_run = ev.hybrid(best, held)
+    fused = {"hybrid": (current, ev.hybrid(current, held)), "tuned": (best, tuned_run)}
     held_rows = _runs(ev, "test", held, fused)
+    reproduced, differ = _reproduce(ev, best, held, tuned_run)
+    if differ:
+        ev.test.warnings.append(
+            f"rebuilt from its variables, the tuned setting ranks {differ} of {len(held)} "
+            f"held-out queries otherwise than the tuned run (nDCG@10 {reproduced:.3f} through "
+            f"the agent's search, {held_rows[-1]['ndcg@10']:.3f} here); please report this"
+        )
     outcome = {
         "setting": best.label(),
         "env": best.env(),
@@ -623,17 +783,47 @@ def _tuned(
         "test_queries": len(held),
         "dev_ndcg@10": round(ev.scores(ev.hybrid(best, dev, need=10), dev)["ndcg@10"], 4),
         "test_ndcg@10": held_rows[-1]["ndcg@10"],  # the tuned row
-        "reproduced_test_ndcg@10": round(_reproduce(ev, best, held), 4),
+        "reproduced_test_ndcg@10": round(reproduced, 4),
+        "reproduced_mismatches": differ,
         **details,
     }
     return outcome, held_rows
 
 
-def _write_run(run_out: str | Path | None, run: Mapping[str, Sequence[str]]) -> str | None:
-    """Write the run as JSON ``{query_id: [ids, best first]}``; its path, or None."""
+def _check_halves(qids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The dev and held-out halves of ``qids``, or why they are too small to tune on."""
+    dev = [q for q in qids if split_of(q) == "dev"]
+    held = [q for q in qids if split_of(q) == "test"]
+    if len(dev) < MIN_HALF or len(held) < MIN_HALF:
+        raise ConfigError(
+            f"{arg('tune')} needs at least {MIN_HALF} queries in each half (dev, to choose a "
+            f"setting; held-out, to score it); have {len(qids)}: {len(dev)} dev, "
+            f"{len(held)} held-out"
+        )
+    return dev, held
+
+
+def _run_out_path(run_out: str | Path | None) -> Path | None:
+    """Where the run file goes, checked before any work: a file in a writable folder."""
     if run_out is None:
         return None
-    out_path = Path(run_out).expanduser()
+    path = Path(run_out).expanduser()
+    if path.is_dir():
+        raise ConfigError(
+            f"{given('run_out', path)} is a folder; give the path of the file to write"
+        )
+    folder = next(p for p in path.absolute().parents if p.exists())  # made if missing
+    if not folder.is_dir():
+        raise ConfigError(f"{given('run_out', path)}: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{given('run_out', path)}: cannot write in {folder}")
+    return path
+
+
+def _write_run(out_path: Path | None, run: Mapping[str, Sequence[str]]) -> str | None:
+    """Write the run as JSON ``{query_id: [ids, best first]}``; its path, or None."""
+    if out_path is None:
+        return None
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(run, ensure_ascii=False, indent=0) + "\n")
     return str(out_path)
@@ -654,9 +844,10 @@ def _rerank(
         c = ev.candidates[q]
         fused = fuser(c.dense[: current.fetch_k], c.lexical[: current.fetch_k], c.coverage)
         top = searcher.with_payloads(fused, k)
-        reordered, event = searcher.rerank(ev.test.queries[q], top)
-        errors += "error" in event
-        ms += event.get("ms", 0.0)
+        reordered, event = searcher.rerank(ev.searched[q], top)
+        if event is not None:
+            errors += "error" in event
+            ms += event.get("ms", 0.0)
         ranked = [h.id for h in reordered]
         done = set(ranked)
         ids = [*ranked, *(cid for cid in ev.fold([h.id for h in fused]) if cid not in done)]

@@ -1,8 +1,11 @@
-"""The agent's LangGraph: state, nodes and wiring."""
+"""The agent's LangGraph: state, nodes and wiring.
+
+``AgentState`` is public: it is the state schema of ``rag.graph``, for composing it into a
+bigger graph. The rest is what ``RetrievalAgent`` builds its graph with.
+"""
 
 from retrievalagent._threads import TraceLog
 from retrievalagent.graph._builder import NODE_NAMES, build_graph
-from retrievalagent.graph._history import fifo_removals, history_for_model
 from retrievalagent.graph._nodes import Components, Nodes
 from retrievalagent.graph._state import AgentState
 
@@ -13,6 +16,4 @@ __all__ = [
     "Nodes",
     "TraceLog",
     "build_graph",
-    "fifo_removals",
-    "history_for_model",
 ]

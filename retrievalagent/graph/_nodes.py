@@ -8,24 +8,25 @@ that includes one trace event. Sync and async bodies share the parts that are no
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-import math
 import re
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, TypeVar
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.types import Overwrite
+from typing_extensions import TypedDict
 
 from retrievalagent._inputs import clean_question
 from retrievalagent._threads import TraceLog, call_with_timeout
-from retrievalagent.config import Settings
-from retrievalagent.errors import ModelError
+from retrievalagent.config import Settings, call_settings
+from retrievalagent.errors import ConfigError, ModelError
 from retrievalagent.graph._history import (
     fifo_removals,
     history_for_model,
@@ -34,25 +35,58 @@ from retrievalagent.graph._history import (
     tried_queries,
 )
 from retrievalagent.graph._state import AgentState, RecalledMemory, ScoredId
-from retrievalagent.memory._background import BackgroundWrites
-from retrievalagent.memory._base import (
+from retrievalagent.index import Hit
+from retrievalagent.memory import (
+    CONVERSATION,
     PREFERENCE,
+    BackgroundWrites,
+    ConversationWriter,
     MemoryBackend,
     MemoryHit,
+    MemoryReader,
     MemoryRecord,
-    Recall,
     RecallRequest,
+    Recollection,
+    Said,
+    alias_key,
+    alias_of,
+    iso,
     kind_of,
+    parse_time,
+    said_of,
+    typed_alias,
     user_id_from_config,
 )
-from retrievalagent.memory._keys import alias_key, fact_targets, mapping_alias, question_keys
-from retrievalagent.models._base import Answer, Answerer, AnswerRequest, Grader, Rewriter
-from retrievalagent.models._llm import LLMInlineAnswerer
-from retrievalagent.models._prompts import memory_context
-from retrievalagent.models._usage import Meter, metering, turn_usage
-from retrievalagent.persistence._titles import ThreadTitler, question_title
-from retrievalagent.retrieval._searcher import HybridSearcher, to_source
-from retrievalagent.retrieval._types import Hit
+from retrievalagent.models import (
+    Answer,
+    Answerer,
+    AnswerRequest,
+    Grader,
+    LLMInlineAnswerer,
+    Meter,
+    Rewriter,
+    dated_line,
+    memory_context,
+    metering,
+    turn_usage,
+)
+from retrievalagent.persistence import ThreadTitler, question_title
+from retrievalagent.retrieval import HybridSearcher, SearchPlan, to_source
+from retrievalagent.trace import (
+    ConversationWrite,
+    DenseSearchEvent,
+    FinalGradeEvent,
+    FuseEvent,
+    GenerateEvent,
+    LexicalSearchEvent,
+    MemoryItem,
+    PrepareEvent,
+    ReadMemoryEvent,
+    RewriteEvent,
+    TimeWindow,
+    Usage,
+    WriteMemoryEvent,
+)
 from retrievalagent.types import Grade
 
 __all__ = ["Components", "Nodes"]
@@ -61,8 +95,6 @@ logger = logging.getLogger("retrievalagent")
 #: Longest fact the grader may have stored; a longer one is refused, not cut (a cut
 #: instruction is still an instruction). Facts are stored on one line, as data.
 MAX_FACT_CHARS = 300
-#: Longest recalled memory text injected into search and the prompt (longer ones are cut).
-MAX_MEMORY_CHARS = 1000
 #: The grade used when the grader's reply cannot be used: nothing is sufficient or stored.
 CONSERVATIVE_GRADE = Grade(
     sufficient=False,
@@ -77,9 +109,33 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1e3, 3)
 
 
-def _error_event(node: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
+class _Failing(TypedDict, total=False):
+    """What an event that can report an error has (see ``retrievalagent.trace``)."""
+
+    error: str
+    error_type: str
+
+
+class _Metered(TypedDict, total=False):
+    """What an event that can report model calls has."""
+
+    usage: Usage
+
+
+_F = TypeVar("_F", bound=_Failing)
+_M = TypeVar("_M", bound=_Metered)
+
+
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """An error as a trace event reports it: its message (or kind), and its kind."""
     kind = "timeout" if isinstance(exc, TimeoutError | asyncio.TimeoutError) else type(exc).__name__
-    return {"node": node, "error": str(exc) or kind, "error_type": kind, **extra}
+    return str(exc) or kind, kind
+
+
+def _failed(event: _F, exc: BaseException) -> _F:
+    """``event`` with the ``error`` and ``error_type`` of ``exc``."""
+    event["error"], event["error_type"] = _failure(exc)
+    return event
 
 
 #: What a node logs when it goes on without a model reply it cannot use.
@@ -98,7 +154,7 @@ def _unusable_reply(exc: Exception, consequence: str | None = None) -> Exception
     return exc
 
 
-def _with_usage(event: dict[str, Any], meter: Meter) -> dict[str, Any]:
+def _with_usage(event: _M, meter: Meter) -> _M:
     """Put the model calls a node made (tokens, time) into its trace event as ``usage``."""
     if (usage := meter.event()) is not None:
         event["usage"] = usage
@@ -109,47 +165,73 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _usable_hits(raw: Any) -> tuple[list[MemoryHit], int]:
-    """What a backend recalled, minus malformed hits (no finite score, no text, wrong
-    types); scores clamped to [0, 1], texts put on one line and cut to MAX_MEMORY_CHARS.
-    Returns the hits, best first, and how many were dropped."""
-    if not isinstance(raw, list | tuple):
-        return [], 1
-    usable: list[MemoryHit] = []
-    for hit in raw:
-        try:
-            score = float(hit.score)
-            text = _one_line(hit.text if isinstance(hit.text, str) else "")[:MAX_MEMORY_CHARS]
-            meta = hit.metadata if isinstance(hit.metadata, dict) else {}
-            usable_hit = dataclasses.replace(
-                hit, id=str(hit.id), text=text, score=min(1.0, max(0.0, score)), metadata=meta
-            )
-        except (AttributeError, TypeError, ValueError, OverflowError):
-            continue
-        if math.isfinite(score) and text:
-            usable.append(usable_hit)
-    return usable, len(raw) - len(usable)
-
-
 _SUBJECT_UNSAFE = re.compile(r"[^a-z0-9]+")
-
-
-def _alias_of(hit: MemoryHit) -> str:
-    """The alias a recalled fact explains (as stored, else read off a quoted mapping)."""
-    return str(hit.metadata.get("alias") or "") or mapping_alias(hit.text)
-
-
 _SEARCH = "memory search"  # what a recall that times out is called in its error
 
 
 @dataclass(frozen=True)
 class _ReadPlan:
-    """One recall: the backend, what to ask it, how long to wait, and when the node began."""
+    """One recall: who reads, what to ask, how long to wait, when the node began (and the
+    time the question is asked, which "yesterday" is relative to)."""
 
-    memory: MemoryBackend
+    reader: MemoryReader
     request: RecallRequest
     timeout: float
     start: float
+    now: datetime
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One background memory write: its sync and async form, whose next turn waits for it
+    (``owner``; "" for none), and what it writes (for a failure's late trace event)."""
+
+    label: str
+    sync: Callable[[], Any]
+    async_: Callable[[], Awaitable[Any]]
+    owner: str
+    what: str
+
+
+def _asked_at(config: RunnableConfig) -> str:
+    """When the turn counts as asked: ``configurable.now`` (an ISO 8601 time or a datetime,
+    to replay a recorded conversation), else now. "Yesterday" and "today" are reckoned from
+    it, in its time zone (the user's, when it gives one), and the exchange is remembered
+    as said then."""
+    given = ((config or {}).get("configurable") or {}).get("now")
+    try:
+        return parse_time(given, "configurable.now").isoformat()
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _turn_time(state: AgentState) -> str:
+    return state.get("asked_at") or iso(datetime.now(timezone.utc))
+
+
+def _said(message: BaseMessage, position: int) -> Said | None:
+    """A turn's message as conversation memory keeps it. Metadata it cannot keep (not a
+    dict, not JSON) is left out, not allowed to fail the answer: the message is then known
+    by its id and role, as the agent's own are."""
+    try:
+        return said_of(message, position)
+    except ValueError:
+        return said_of(message.model_copy(update={"additional_kwargs": {}}), position)
+
+
+def _item(hit: MemoryHit) -> MemoryItem:
+    """A recalled memory as the read_memory trace event lists it."""
+    item: MemoryItem = {
+        "id": hit.id,
+        "kind": hit.kind,
+        "key": hit.key,
+        "text": hit.text,
+        "score": round(hit.score, 4),
+        "matched": hit.matched,
+    }
+    if hit.kind == CONVERSATION:
+        item["thread_id"], item["at"] = hit.thread_id, hit.at
+    return item
 
 
 @dataclass(frozen=True)
@@ -172,6 +254,8 @@ class Components:
     grader: Grader
     rewriter: Rewriter
     memory: MemoryBackend | None = None
+    reader: MemoryReader | None = None  # what a turn recalls (with a memory backend)
+    writer: ConversationWriter | None = None  # conversation memory (unless turned off)
     writes: BackgroundWrites = field(default_factory=BackgroundWrites)
     trace_log: TraceLog | None = None
     collection: str = ""
@@ -231,8 +315,10 @@ class Nodes:
         meter: Meter,
     ) -> dict[str, Any]:
         user_id = user_id_from_config(config)
+        event: PrepareEvent = {"node": "prepare", "user_id": user_id, "ms": _ms(start)}
         update.update(
             {
+                "asked_at": _asked_at(config),
                 "question": question,
                 "query": question,
                 "user_id": user_id,
@@ -252,9 +338,7 @@ class Nodes:
                 "memory_fact": "",
                 "attempts": 0,
                 "tried_queries": [question],
-                "trace": Overwrite(
-                    [_with_usage({"node": "prepare", "user_id": user_id, "ms": _ms(start)}, meter)]
-                ),
+                "trace": Overwrite([_with_usage(event, meter)]),
             }
         )
         if "rewrite_history" not in state:
@@ -275,145 +359,170 @@ class Nodes:
         return await self.components.titler.atitle(question, config)
 
     # -- read_memory -----------------------------------------------------------------
-    def _recall_request(self, state: AgentState) -> RecallRequest:
-        question = state["question"]
-        return RecallRequest(
-            query=question,
-            user_id=state["user_id"],
-            limit=self.settings.memory_top_k,
-            keys=question_keys(self.components.searcher.encoder, question),
-            max_preferences=self.settings.memory_max_preferences,
-        )
-
-    def _after_read(self, recall: Recall, plan: _ReadPlan, waited_ms: float) -> dict[str, Any]:
-        threshold = self.settings.memory_relevance_threshold
-        if not isinstance(recall, Recall):
-            recall, bad = Recall(), 1
-        else:
-            bad = 0
-        facts, bad_facts = _usable_hits(recall.facts)
-        preferences, bad_preferences = _usable_hits(recall.preferences)
-        facts = sorted((h for h in facts if h.kind != PREFERENCE), key=lambda h: -h.score)
-        preferences = [h for h in preferences if h.kind == PREFERENCE]
-        kept = [h for h in facts if h.score >= threshold]
-        scanned = recall.scanned if isinstance(recall.scanned, int) else 0
-        encoder = self.components.searcher.encoder
-        targets = [fact_targets(encoder, h.text, _alias_of(h)) for h in kept]
-        context = memory_context([h.text for h in kept], [h.text for h in preferences])
-        similarities = [h.similarity for h in facts if h.similarity is not None]
-        items = [
-            {
-                "id": h.id,
-                "kind": h.kind,
-                "key": h.key,
-                "text": h.text,
-                "score": round(h.score, 4),
-                "matched": h.matched,
-            }
-            for h in [*kept, *preferences]
+    def _after_read(
+        self, recollection: Recollection, plan: _ReadPlan, waited_ms: float
+    ) -> dict[str, Any]:
+        kept = recollection.kept
+        said = [
+            dated_line(h.text, h.at, str(h.metadata.get("title") or ""), plan.now.tzinfo)
+            for h in recollection.conversations
         ]
-        event: dict[str, Any] = {
+        context = memory_context(
+            [h.text for h in recollection.facts],
+            [h.text for h in recollection.preferences],
+            said,
+            today=plan.now.strftime("%Y-%m-%d (%a)"),
+        )
+        shown = [
+            *(h.text for h in recollection.facts),
+            *(h.text for h in recollection.preferences),
+            *said,
+        ]
+        event: ReadMemoryEvent = {
             "node": "read_memory",
             # What was recalled, one "- " line each (the spec's shape); the prompt's wording
             # around it is in memory_context.
-            "memories": "\n".join(f"- {h.text}" for h in [*kept, *preferences]),
-            "items": items,
-            "n_kept": len(items),
-            "n_facts": len(kept),
-            "n_preferences": len(preferences),
-            "n_scanned": scanned,
-            "threshold": threshold,
-            "best_score": round(facts[0].score, 4) if facts else None,
-            "best_similarity": round(max(similarities), 4) if similarities else None,
-            "backend": plan.memory.name,
+            "memories": "\n".join(f"- {text}" for text in shown),
+            "items": [_item(h) for h in kept],
+            "n_kept": len(kept),
+            "n_facts": len(recollection.facts),
+            "n_preferences": len(recollection.preferences),
+            "n_conversations": len(recollection.conversations),
+            "n_scanned": recollection.scanned,
+            "threshold": self.settings.memory_relevance_threshold,
+            "conversation_threshold": self.settings.conversation_relevance_threshold,
+            "best_score": recollection.best_score,
+            "best_similarity": recollection.best_similarity,
+            "best_conversation": recollection.best_conversation,
+            "backend": plan.reader.memory.name,
             "waited_for_writes_ms": round(waited_ms, 3),
             "ms": _ms(plan.start),
         }
-        if not items:
-            event["skipped"] = "below_threshold" if facts else "no_memories"
-        if malformed := bad + bad_facts + bad_preferences:
-            event["n_malformed"] = malformed
+        if (when := plan.request.time) is not None:
+            event["time"] = TimeWindow(
+                start=when.start, end=when.end, sessions_back=when.sessions_back
+            )
+        if recollection.skipped:
+            event["skipped"] = recollection.skipped
+        if recollection.malformed:
+            event["n_malformed"] = recollection.malformed
         return {
             "memory_context": context,
-            "memory_terms": " ".join(dict.fromkeys(" ".join(targets).split())),
+            "memory_terms": recollection.terms,
             "memories": [
                 RecalledMemory(
-                    id=h.id, text=h.text, score=h.score, kind=h.kind, key=h.key, alias=_alias_of(h)
+                    id=h.id,
+                    text=h.text,
+                    score=h.score,
+                    kind=h.kind,
+                    key=h.key,
+                    alias=alias_of(h),
+                    thread_id=h.thread_id,
+                    at=h.at,
                 )
-                for h in [*kept, *preferences]
+                for h in kept
             ],
             "trace": [event],
         }
 
-    def _read_plan(self, state: AgentState) -> _ReadPlan | None:
+    def _read_plan(self, state: AgentState, config: RunnableConfig) -> _ReadPlan | None:
         """What to recall for this turn, or None without a memory backend."""
-        if (memory := self.components.memory) is None:
+        if (reader := self.components.reader) is None:
             return None
-        start = time.perf_counter()
-        return _ReadPlan(memory, self._recall_request(state), self.settings.memory_timeout, start)
+        start, now = time.perf_counter(), datetime.fromisoformat(_turn_time(state))
+        thread_id = str(((config or {}).get("configurable") or {}).get("thread_id") or "")
+        seen = [str(m.id) for m in state.get("messages") or [] if getattr(m, "id", None)]
+        request = reader.request(
+            state["question"], state["user_id"], thread_id=thread_id, seen=seen, now=now
+        )
+        return _ReadPlan(reader, request, self.settings.memory_timeout, start, now)
 
     @staticmethod
     def _read_skipped() -> dict[str, Any]:
-        return {"trace": [{"node": "read_memory", "memories": "", "skipped": "no_memory_backend"}]}
+        event: ReadMemoryEvent = {
+            "node": "read_memory",
+            "memories": "",
+            "skipped": "no_memory_backend",
+        }
+        return {"trace": [event]}
 
     @staticmethod
     def _read_failed(exc: Exception, plan: _ReadPlan) -> dict[str, Any]:
         logger.warning("memory recall failed: %s: %s", type(exc).__name__, exc)
-        event = _error_event("read_memory", exc, skipped="error", memories="", ms=_ms(plan.start))
+        error, kind = _failure(exc)
+        event: ReadMemoryEvent = {
+            "node": "read_memory",
+            "error": error,
+            "error_type": kind,
+            "skipped": "error",
+            "memories": "",
+            "ms": _ms(plan.start),
+        }
         return {"trace": [event]}
 
     def read_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        if (plan := self._read_plan(state)) is None:
+        if (plan := self._read_plan(state, config)) is None:
             return self._read_skipped()
-        memory, request = plan.memory, plan.request
+        reader, request = plan.reader, plan.request
         try:
             # read-your-writes: what this user's previous turn stored is seen by this one
             waited = self.components.writes.wait_for(request.user_id, plan.timeout)
-            recall = call_with_timeout(lambda: memory.recall(request), plan.timeout, _SEARCH)
+            found = call_with_timeout(lambda: reader.read(request), plan.timeout, _SEARCH)
         except Exception as exc:
             return self._read_failed(exc, plan)
-        return self._after_read(recall, plan, waited)
+        return self._after_read(found, plan, waited)
 
     async def aread_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        if (plan := self._read_plan(state)) is None:
+        if (plan := self._read_plan(state, config)) is None:
             return self._read_skipped()
         try:
             waited = await self.components.writes.await_for(plan.request.user_id, plan.timeout)
-            recall = await asyncio.wait_for(plan.memory.arecall(plan.request), plan.timeout)
+            found = await asyncio.wait_for(plan.reader.aread(plan.request), plan.timeout)
         except Exception as exc:
             return self._read_failed(exc, plan)
-        return self._after_read(recall, plan, waited)
+        return self._after_read(found, plan, waited)
 
     # -- dense_search ------------------------------------------------------------------
+    def _plan(self, state: AgentState, config: RunnableConfig) -> SearchPlan:
+        """This attempt's search: its query and recalled terms, sized as the call's
+        ``configurable`` says where it sets a ``PER_CALL`` setting, else as the agent's."""
+        given = call_settings((config or {}).get("configurable"))
+        return self.components.searcher.plan(
+            state["query"],
+            given.get("top_k", self.settings.top_k),
+            state.get("memory_terms") or "",
+            fetch_k=given.get("fetch_k"),
+            rerank_k=given.get("rerank_k"),
+            memory_weight=given.get("memory_term_weight"),
+        )
+
     def _after_dense(
         self, hits: list[Hit], embed_ms: float, start: float, attempt: int
     ) -> dict[str, Any]:
-        return {
-            "dense_hits": [ScoredId(id=h.id, score=h.score) for h in hits],
-            "trace": [
-                {
-                    "node": "dense_search",
-                    "hits": len(hits),
-                    "embed_ms": embed_ms,
-                    "search_ms": _ms(start),
-                    "attempt": attempt,
-                }
-            ],
+        event: DenseSearchEvent = {
+            "node": "dense_search",
+            "hits": len(hits),
+            "embed_ms": embed_ms,
+            "search_ms": _ms(start),
+            "attempt": attempt,
         }
+        return {"dense_hits": [ScoredId(id=h.id, score=h.score) for h in hits], "trace": [event]}
 
     def dense_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        searcher, t0 = self.components.searcher, time.perf_counter()
-        vector = searcher.embedder.embed(state["query"])
+        searcher, plan = self.components.searcher, self._plan(state, config)
+        t0 = time.perf_counter()
+        vector = searcher.embedder.embed(plan.query)
         embed_ms, t1 = _ms(t0), time.perf_counter()
-        hits = searcher.dense_hits(vector, searcher.conditions(state.get("filter")))
+        hits = searcher.dense_hits(vector, searcher.conditions(state.get("filter")), plan.depth)
         return self._after_dense(hits, embed_ms, t1, state.get("attempts", 0))
 
     async def adense_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        searcher, t0 = self.components.searcher, time.perf_counter()
-        vector = await searcher.embedder.aembed(state["query"])
+        searcher, plan = self.components.searcher, self._plan(state, config)
+        t0 = time.perf_counter()
+        vector = await searcher.embedder.aembed(plan.query)
         embed_ms, t1 = _ms(t0), time.perf_counter()
         conditions = searcher.conditions(state.get("filter"))
-        hits = await asyncio.to_thread(searcher.dense_hits, vector, conditions)
+        hits = await asyncio.to_thread(searcher.dense_hits, vector, conditions, plan.depth)
         return self._after_dense(hits, embed_ms, t1, state.get("attempts", 0))
 
     # -- lexical_search ------------------------------------------------------------------
@@ -422,22 +531,22 @@ class Nodes:
 
     def lexical_search(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         start = time.perf_counter()
-        searcher = self.components.searcher
-        memory_terms = state.get("memory_terms") or ""
+        searcher, plan = self.components.searcher, self._plan(state, config)
         hits = searcher.lexical_hits(
-            state["query"],
-            memory_terms,
+            plan.query,
+            plan.memory_terms,
             searcher.conditions(state.get("filter")),
-            memory_weight=self.settings.memory_term_weight,
+            plan.memory_weight,
+            plan.depth,
         )
-        event: dict[str, Any] = {
+        event: LexicalSearchEvent = {
             "node": "lexical_search",
             "hits": len(hits),
             "ms": _ms(start),
             "attempt": state.get("attempts", 0),
         }
-        if memory_terms:
-            event["memory_terms"] = memory_terms
+        if plan.memory_terms:
+            event["memory_terms"] = plan.memory_terms
         return {"lexical_hits": [ScoredId(id=h.id, score=h.score) for h in hits], "trace": [event]}
 
     # -- fuse ----------------------------------------------------------------------------
@@ -445,38 +554,26 @@ class Nodes:
         return await asyncio.to_thread(self.fuse, state, config)
 
     def fuse(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        start = time.perf_counter()
-        searcher = self.components.searcher
+        searcher, plan = self.components.searcher, self._plan(state, config)
         dense = [Hit(h["id"], h["score"]) for h in state.get("dense_hits") or []]
         lexical = [Hit(h["id"], h["score"]) for h in state.get("lexical_hits") or []]
-        memory_terms = state.get("memory_terms") or ""
-        fused = searcher.fuse(
-            dense,
-            lexical,
-            searcher.candidates_for(self.settings.top_k),
-            state["query"],
-            memory_terms,
-            self.settings.memory_term_weight,
-        )
-        # Payloads of the winners only; a passage deleted since the search is left out.
-        hits = searcher.with_payloads(fused, searcher.candidates_for(self.settings.top_k))
-        fuse_ms = _ms(start)
-        # With a reranker, the first rerank_k fused passages are reordered before the cut.
+        # Fusion, the winners' payloads (a passage deleted since the search is left out),
+        # and with a reranker the first rerank_k reordered (for the user's question), as
+        # HybridSearcher.search ranks them.
         with metering() as meter:
-            hits, rerank_event = searcher.rerank(state["question"], hits)
-        if rerank_event:
-            _with_usage(rerank_event, meter)  # an LLM reranker's call, as the other roles'
-        sources = [to_source(hit) for hit in hits[: self.settings.top_k]]
-        event = {
+            ranked = searcher.rank(plan, dense, lexical, question=state["question"])
+        sources = [to_source(hit) for hit in ranked.hits]
+        event: FuseEvent = {
             "node": "fuse",
             "method": searcher.fuser.name,
             "dense_hits": len(dense),
             "lexical_hits": len(lexical),
             "fused": len(sources),
-            "ms": fuse_ms,
+            "ms": round(ranked.fuse_ms + ranked.payload_ms, 3),
             "top_sources": [s["source"] for s in sources[:3]],
         }
-        if rerank_event:
+        if rerank_event := ranked.rerank:
+            _with_usage(rerank_event, meter)  # an LLM reranker's call, as the other roles'
             rerank_event["attempt"] = state.get("attempts", 0)
             rerank_event["top_sources"] = event["top_sources"]
         return {"sources": sources, "trace": [event, rerank_event] if rerank_event else [event]}
@@ -492,6 +589,11 @@ class Nodes:
             memory_context=state.get("memory_context") or "",
             memory_terms=state.get("memory_terms") or "",
             known_aliases=tuple(m["alias"] for m in state.get("memories") or [] if m.get("alias")),
+            earlier=tuple(
+                (m.get("at") or "", m["text"])
+                for m in state.get("memories") or []
+                if m.get("kind") == CONVERSATION
+            ),
             answer=answer,
             dense_scores=dense_scores,
         )
@@ -507,7 +609,7 @@ class Nodes:
         streamed = self.components.answerer.streams_tokens and inline is None
         if not streamed:
             self._stream_text(answer.text)
-        event = {
+        event: GenerateEvent = {
             "node": "generate",
             "generated_by": answer.generated_by,
             "llm": answer.llm,
@@ -527,7 +629,7 @@ class Nodes:
             if inline.grade is not None:
                 update["inline_grade"] = inline.grade.model_dump()
             if inline.error is not None:  # the inline reply was unusable: answered the plain way
-                event.update(_error_event("generate", inline.error, fallback="separate"))
+                _failed(event, inline.error)["fallback"] = "separate"
         update["trace"] = [_with_usage(event, meter)]
         return update
 
@@ -585,7 +687,7 @@ class Nodes:
             and len(fact) <= MAX_FACT_CHARS
             and grade.memory_confidence >= threshold
         )
-        event: dict[str, Any] = {
+        event: FinalGradeEvent = {
             "node": "final_grade",
             "sufficient": grade.sufficient,
             "confidence": round(grade.confidence, 4),
@@ -601,7 +703,7 @@ class Nodes:
         if len(fact) > MAX_FACT_CHARS:
             event["memory_fact_rejected"] = f"longer than {MAX_FACT_CHARS} characters"
         if error is not None:
-            event.update(_error_event("final_grade", error, fallback="conservative"))
+            _failed(event, error)["fallback"] = "conservative"
         if meter is None:
             event["grading"] = "inline"  # graded by the generate call: no call here
         else:
@@ -645,13 +747,13 @@ class Nodes:
                 grade, error = CONSERVATIVE_GRADE, _unusable_reply(exc, _GRADE_CONSERVATIVELY)
         return self._after_grade(state, grade, start, error, meter)
 
-    def after_grade(self, state: AgentState) -> str:
-        """Route: another retrieval with a rewritten query, or finish."""
+    def after_grade(self, state: AgentState, config: RunnableConfig) -> str:
+        """Route: another retrieval with a rewritten query (at most ``max_retries``, the
+        call's own when its ``configurable`` sets it), or finish."""
         grade = state.get("grade") or {}
-        if (
-            not grade.get("sufficient", True)
-            and state.get("attempts", 0) < self.settings.max_retries
-        ):
+        given = call_settings((config or {}).get("configurable"))
+        retries = given.get("max_retries", self.settings.max_retries)
+        if not grade.get("sufficient", True) and state.get("attempts", 0) < retries:
             return "rewrite"
         return "write_memory"
 
@@ -668,19 +770,17 @@ class Nodes:
         meter: Meter,
         error: BaseException | None = None,
     ) -> dict[str, Any]:
-        event: dict[str, Any] = _with_usage(
-            {
-                "node": "rewrite",
-                "query": query,
-                "ms": _ms(start),
-                "attempt": state.get("attempts", 0) + 1,
-            },
-            meter,
-        )
+        event: RewriteEvent = {
+            "node": "rewrite",
+            "query": query,
+            "ms": _ms(start),
+            "attempt": state.get("attempts", 0) + 1,
+        }
+        _with_usage(event, meter)
         if error is not None:
-            event.update(_error_event("rewrite", error))
+            _failed(event, error)
         if query and is_repeat(query, self._tried(state)):  # never run a tried query again
-            event.update({"query": None, "repeated": query})
+            event["query"], event["repeated"] = None, query
             query = None
         if not query:
             event["skipped"] = "repeated_query" if "repeated" in event else "no_new_query"
@@ -721,18 +821,24 @@ class Nodes:
         return ["write_memory"]
 
     # -- write_memory ------------------------------------------------------------------------
-    def _finish(
-        self, state: AgentState, event: dict[str, Any], config: RunnableConfig
-    ) -> dict[str, Any]:
-        messages = list(state.get("messages") or [])
-        reply = AIMessage(
+    @staticmethod
+    def _reply(state: AgentState) -> AIMessage:
+        """The turn's answer as the thread keeps it (with an id, which conversation memory
+        records as where the exchange came from)."""
+        return AIMessage(
             state.get("answer", ""),
+            id=uuid.uuid4().hex,
             response_metadata={
                 "generated_by": state.get("generated_by"),
                 "llm": state.get("llm_used", False),
                 "sources": [s.get("source") for s in state.get("sources") or []],
             },
         )
+
+    def _finish(
+        self, state: AgentState, event: WriteMemoryEvent, config: RunnableConfig, reply: AIMessage
+    ) -> dict[str, Any]:
+        messages = list(state.get("messages") or [])
         update: dict[str, Any] = {
             "messages": [
                 reply,
@@ -755,7 +861,7 @@ class Nodes:
             )
         return update
 
-    def _write_plan(self, state: AgentState) -> tuple[dict[str, Any], MemoryRecord | None]:
+    def _write_plan(self, state: AgentState) -> tuple[WriteMemoryEvent, MemoryRecord | None]:
         fact = state.get("memory_fact") or ""
         grade = state.get("grade") or {}
         if self.components.memory is None:
@@ -799,7 +905,7 @@ class Nodes:
             key = _SUBJECT_UNSAFE.sub("-", given.lower()).strip("-")[:40]
             alias = ""
         else:
-            alias = given or mapping_alias(fact)
+            alias = typed_alias(self.components.searcher.encoder, given, state["question"], fact)
             key = alias_key(self.components.searcher.encoder, alias) if alias else ""
         return MemoryRecord(
             fact=fact,
@@ -812,22 +918,91 @@ class Nodes:
             alias=alias if key else "",
         )
 
-    def _write_failed(
-        self, state: AgentState, record: MemoryRecord
-    ) -> Callable[[BaseException], None]:
+    def _writes(
+        self, state: AgentState, config: RunnableConfig, reply: AIMessage
+    ) -> tuple[WriteMemoryEvent, list[_Write]]:
+        """The turn's trace event and its background writes: a search fact or preference
+        the grade chose, the exchange, and (with an extractor) the facts the user stated."""
+        event, record = self._write_plan(state)
+        writes: list[_Write] = []
+        memory = self.components.memory
+        if record is not None and memory is not None:
+            writes.append(
+                _Write(
+                    f"{memory.name}: {record.fact[:60]}",
+                    lambda: memory.add(record),
+                    lambda: memory.aadd(record),
+                    record.user_id,
+                    record.fact,
+                )
+            )
+        conversation, more = self._conversation_writes(state, config, reply)
+        if memory is not None:
+            event["conversation"] = conversation
+        return event, writes + more
+
+    def _conversation_writes(
+        self, state: AgentState, config: RunnableConfig, reply: AIMessage
+    ) -> tuple[ConversationWrite, list[_Write]]:
+        """The exchange this turn adds to conversation memory (and the facts in it)."""
+        writer, user = self.components.writer, state["user_id"]
+        if writer is None:
+            return {"skipped": "off" if self.components.memory else "no_memory_backend"}, []
+        question = next(
+            (m for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), None
+        )
+        said = [s for i, m in enumerate([question, reply]) if m is not None and (s := _said(m, i))]
+        if not any(s.role == "assistant" for s in said) or not said:
+            return {"skipped": "no_answer"}, []
+        where: dict[str, Any] = {
+            "user_id": user,
+            "thread_id": str(((config or {}).get("configurable") or {}).get("thread_id") or ""),
+            "title": state.get("title") or "",
+            "at": _turn_time(state),
+        }
+        records = writer.exchanges(said, **where)
+        writes = [
+            _Write(
+                f"conversation: {state['question'][:60]}",
+                lambda: writer.store_now(records),
+                lambda: writer.astore_now(records),
+                user,
+                records[0].text[:200],
+            )
+        ]
+        if wants_facts := writer.wants_facts(said):
+            writes.append(  # not waited for by the user's next turn: a model call
+                _Write(
+                    f"conversation facts: {state['question'][:60]}",
+                    lambda: writer.store_facts(said, **where),
+                    lambda: writer.astore_facts(said, **where),
+                    "",
+                    "facts about the user",
+                )
+            )
+        event: ConversationWrite = {
+            "scheduled": True,
+            "exchanges": len(records),
+            "secrets_masked": sum(r.masked for r in records),
+            "facts": wants_facts,
+        }
+        return event, writes
+
+    def _write_failed(self, state: AgentState, what: str) -> Callable[[BaseException], None]:
         """Where a background write's failure goes: the log (by BackgroundWrites), the drain
         report, and the trace log as a late ``write_memory`` event of the same turn."""
 
         def hook(exc: BaseException) -> None:
             if self.components.trace_log is None:
                 return
-            event = _error_event("write_memory", exc, fact=record.fact, late=True)
+            event = _failed(WriteMemoryEvent(node="write_memory"), exc)
+            event["fact"], event["late"] = what, True
             self.components.trace_log.write(
                 {
                     "ts": time.time(),
                     "collection": self.components.collection,
-                    "user_id": record.user_id,
-                    "question": record.question,
+                    "user_id": state.get("user_id"),
+                    "question": state.get("question"),
                     "trace": [event],
                 }
             )
@@ -835,37 +1010,31 @@ class Nodes:
         return hook
 
     def write_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        start = time.perf_counter()
-        event, record = self._write_plan(state)
-        if record is not None:
-            memory = self.components.memory
-            assert memory is not None
-            event["waited_ms"] = self.components.writes.submit_thread(
-                lambda: memory.add(record),
-                f"{memory.name}: {record.fact[:60]}",
-                self._write_failed(state, record),
-                owner=record.user_id,
+        start, reply = time.perf_counter(), self._reply(state)
+        event, writes = self._writes(state, config, reply)
+        for write in writes:
+            waited = self.components.writes.submit_thread(
+                write.sync, write.label, self._write_failed(state, write.what), owner=write.owner
             )
+            event["waited_ms"] = round(event.get("waited_ms", 0.0) + waited, 3)
             event["mode"] = "thread"
         event["ms"] = _ms(start)
-        return self._finish(state, event, config)
+        return self._finish(state, event, config, reply)
 
     async def awrite_memory(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        start = time.perf_counter()
-        event, record = self._write_plan(state)
-        if record is not None:
-            memory = self.components.memory
-            assert memory is not None
-            label, hook = f"{memory.name}: {record.fact[:60]}", self._write_failed(state, record)
-            if memory.async_native:
-                event["waited_ms"] = await self.components.writes.submit_task(
-                    lambda: memory.aadd(record), label, hook, owner=record.user_id
+        start, reply = time.perf_counter(), self._reply(state)
+        event, writes = self._writes(state, config, reply)
+        memory, background = self.components.memory, self.components.writes
+        for write in writes:
+            hook = self._write_failed(state, write.what)
+            if memory is not None and memory.async_native:
+                waited = await background.submit_task(
+                    write.async_, write.label, hook, owner=write.owner
                 )
                 event["mode"] = "task"
             else:  # a thread outlives the event loop; the write survives asyncio.run() ending
-                event["waited_ms"] = self.components.writes.submit_thread(
-                    lambda: memory.add(record), label, hook, owner=record.user_id
-                )
+                waited = background.submit_thread(write.sync, write.label, hook, owner=write.owner)
                 event["mode"] = "thread"
+            event["waited_ms"] = round(event.get("waited_ms", 0.0) + waited, 3)
         event["ms"] = _ms(start)
-        return self._finish(state, event, config)
+        return self._finish(state, event, config, reply)

@@ -28,14 +28,17 @@ class ScoredId(TypedDict):
 
 
 class RecalledMemory(TypedDict):
-    """One memory recalled for this turn (a search fact or a preference)."""
+    """One memory recalled for this turn (a search fact, a preference or a conversation
+    memory)."""
 
     id: str
     text: str
     score: float
     kind: str
     key: str
-    alias: str  # the question word a search fact explains ("" for a preference)
+    alias: str  # the question word a search fact explains ("" for the other kinds)
+    thread_id: str  # conversation memory: where and when it was said
+    at: str
 
 
 class AgentState(TypedDict, total=False):
@@ -47,6 +50,7 @@ class AgentState(TypedDict, total=False):
     title: str
     rewrite_history: list[str]
     # this turn
+    asked_at: str  # when it counts as asked (ISO 8601 in configurable.now's zone, else UTC)
     question: str
     query: str
     user_id: str

@@ -1,8 +1,11 @@
-"""Ingestion: reading inputs, heading-aware chunking, and crash-consistent indexing."""
+"""Ingestion: reading inputs, heading-aware chunking, and crash-consistent indexing.
+
+``RetrievalAgent.add_documents`` runs an ``Ingestor``; the readers and the chunker are also
+what evaluation derives test sets from.
+"""
 
 from retrievalagent.ingest._chunking import Chunk, Section, chunk_sections, split_sections
 from retrievalagent.ingest._loaders import (
-    SUFFIXES,
     SourceDoc,
     check_paths_exist,
     expand_inputs,
@@ -12,7 +15,6 @@ from retrievalagent.ingest._loaders import (
 from retrievalagent.ingest._pipeline import IngestInterrupted, Ingestor, IngestReport
 
 __all__ = [
-    "SUFFIXES",
     "Chunk",
     "IngestInterrupted",
     "IngestReport",

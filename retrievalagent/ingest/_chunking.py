@@ -116,8 +116,10 @@ class _Outline:
         self.body: list[str] = []
 
     def flush(self) -> None:
+        """Close the open body; a heading with no body is kept as an empty section, for
+        :func:`_bare_headings` to decide whether anything else carries it."""
         content = "\n".join(self.body).strip()
-        if content:
+        if content or self.path:
             self.sections.append(Section([h for _, h in self.path], content))
         self.body.clear()
 
@@ -153,7 +155,34 @@ def split_sections(text: str, plain_headings: bool = False) -> list[Section]:
             outline.open_heading(level, title)
             i += spans
     outline.flush()
-    return outline.sections
+    return _bare_headings(outline.sections)
+
+
+def _bare_headings(sections: list[Section]) -> list[Section]:
+    """``sections`` with the empty ones resolved: a heading that no section with text
+    carries in its path (a title alone, a table of contents) becomes text itself, one
+    section per run of such headings, so that a file of headings is searchable too. The
+    other empty sections are dropped: their headings are indexed with the text below."""
+    carried = {
+        tuple(s.headings[:depth])
+        for s in sections
+        if s.text
+        for depth in range(len(s.headings) + 1)
+    }
+    out: list[Section] = []
+    run: Section | None = None  # the section that the current run of bare headings builds
+    for section in sections:
+        if section.text:
+            out.append(section)
+            run = None
+        elif tuple(section.headings) not in carried:
+            parent, title = section.headings[:-1], section.headings[-1]
+            if run is not None and parent[: len(run.headings)] == run.headings:
+                run.text += "\n" + title
+            else:
+                run = Section(parent, title)
+                out.append(run)
+    return out
 
 
 def html_to_sections(html: str) -> tuple[str | None, list[Section]]:

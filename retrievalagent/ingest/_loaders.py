@@ -2,14 +2,16 @@
 
 Accepted: paths to files or folders (Markdown, text/reST, HTML; PDF when ``pypdf`` is
 installed), LangChain ``Document``\\ s and plain strings. A string that looks like a path
-(one line ending in a known extension, or starting with ``./``, ``/`` or ``~``) must exist:
-a mistyped path is an error, never indexed as text.
+(one line starting with ``./``, ``../``, ``/`` or ``~``, or one word with a path separator
+in it or ending in a file extension) must exist: a mistyped path is an error, never
+indexed as text.
 
 Files that cannot be text are refused with an ``IngestError`` naming them: a file with NUL
 bytes in its first 8 KiB (binary), a FIFO, socket or device, a symlink loop, an unreadable
 file. Inside a folder, entries that are not regular files (FIFOs, sockets, dangling or
-looping symlinks) are skipped; an empty file is indexed as a source with no chunks (listed in
-``IngestReport.empty_sources``).
+looping symlinks) are skipped with a warning, and a subfolder that cannot be listed is an
+error (its files must not look deleted to a mirroring ingest); an empty file is indexed as a
+source with no chunks (listed in ``IngestReport.empty_sources``).
 """
 
 from __future__ import annotations
@@ -96,7 +98,14 @@ def source_key(path: Path) -> str:
     return path.expanduser().resolve().as_posix()
 
 
+# One word ending in a file extension: a dot, then a letter and up to four letters or digits.
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+
+
 def _looks_like_path(text: str) -> bool:
+    """Whether a string that names nothing on disk was meant as a path (then it is an
+    error, not text): one line that starts with ``./``, ``../``, ``/`` or ``~``, or one
+    word with a ``/`` or ``\\`` in it or ending in a file extension (``notes.md``)."""
     # No path can hold a NUL byte: such a string is text, whatever it starts with.
     # No length limit: a long one-line path that does not exist is an error, not text.
     if "\n" in text or "\x00" in text or not text.strip():
@@ -104,7 +113,9 @@ def _looks_like_path(text: str) -> bool:
     stripped = text.strip()
     if stripped.startswith(("./", "../", "/", "~", ".\\")) and " " not in stripped[:3]:
         return True
-    return Path(stripped).suffix.lower() in SUFFIXES and len(stripped.split()) == 1
+    if len(stripped.split()) > 1:
+        return False
+    return "/" in stripped or "\\" in stripped or _EXTENSION.search(stripped) is not None
 
 
 def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
@@ -121,7 +132,11 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
             raise IngestError(
                 f"cannot ingest {path}: PDF support needs 'pip install pypdf'"
             ) from None
-        text = "\n\n".join(page.extract_text() or "" for page in PdfReader(str(path)).pages)
+        try:
+            pages = PdfReader(str(path)).pages
+        except OSError as exc:
+            raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        text = "\n\n".join(page.extract_text() or "" for page in pages)
     else:
         try:
             raw = path.read_bytes()
@@ -161,48 +176,109 @@ def _decode_with_bom(raw: bytes) -> str | None:
     return None if "\x00" in text[:8192] else text
 
 
+def _legacy_encoding(lines: list[bytes]) -> str:
+    """The single-byte encoding of the lines that are not UTF-8: Windows-1252 when they
+    use its printable bytes 0x80-0x9F (curly quotes, dashes, the euro sign), which Latin-1
+    would read as invisible control characters; else Latin-1 (the same above 0x9F)."""
+    if not any(0x80 <= byte <= 0x9F for line in lines for byte in line):
+        return "latin-1"
+    try:
+        for line in lines:
+            line.decode("cp1252")
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90 or 0x9D: not Windows-1252
+        return "latin-1"
+    return "cp1252"
+
+
+_ENCODING_NAMES = {"latin-1": "Latin-1", "cp1252": "Windows-1252"}
+
+
 def decode_text(raw: bytes, path: Path | str) -> str:
-    """``raw`` as UTF-8, line by line where it is not: a line with no valid UTF-8 beyond
-    ASCII is read as Latin-1 (a legacy encoding), stray bytes in an otherwise UTF-8 line
-    become U+FFFD. A warning names the file and counts the bytes that were not UTF-8."""
+    """``raw`` as UTF-8, line by line where it is not: lines with no valid UTF-8 beyond
+    ASCII are read in a legacy encoding (Windows-1252 or Latin-1, see
+    :func:`_legacy_encoding`), stray bytes in an otherwise UTF-8 line become U+FFFD. A
+    warning names the file, the encoding and counts the bytes that were not UTF-8."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    lines, latin, replaced = [], 0, 0
+    decoded: list[str | bytes] = []  # bytes: a legacy line, decoded once its encoding is known
+    legacy_bytes, replaced = 0, 0
     for line in raw.splitlines(keepends=True):
         text = line.decode("utf-8", errors="surrogateescape")
         bad = len(_NOT_UTF8.findall(text))
         if not bad:
-            lines.append(text)
+            decoded.append(text)
         elif bad == sum(1 for b in line if b >= 0x80):  # no valid multi-byte characters
-            lines.append(line.decode("latin-1"))
-            latin += bad
+            decoded.append(line)
+            legacy_bytes += bad
         else:
-            lines.append(_NOT_UTF8.sub("\ufffd", text))
+            decoded.append(_NOT_UTF8.sub("\ufffd", text))
             replaced += bad
-    how = [f"{latin} read as Latin-1"] if latin else []
+    encoding = _legacy_encoding([line for line in decoded if isinstance(line, bytes)])
+    how = [f"{legacy_bytes} read as {_ENCODING_NAMES[encoding]}"] if legacy_bytes else []
     how += [f"{replaced} replaced by U+FFFD"] if replaced else []
     logger.warning(
-        "%s is not valid UTF-8: %d byte(s) are not (%s)", path, latin + replaced, ", ".join(how)
+        "%s is not valid UTF-8: %d byte(s) are not (%s)",
+        path,
+        legacy_bytes + replaced,
+        ", ".join(how),
     )
-    return "".join(lines)
+    return "".join(x.decode(encoding) if isinstance(x, bytes) else x for x in decoded)
+
+
+def _walk_error(exc: OSError) -> None:
+    """Stop the walk at a folder that cannot be listed (mirroring would take its files
+    for deleted ones); a folder removed while the walk runs is gone, so it is skipped."""
+    if isinstance(exc, FileNotFoundError):
+        return
+    folder = exc.filename if exc.filename is not None else "a folder"
+    raise IngestError(
+        f"cannot read the folder {folder}: {exc.strerror or exc}; nothing was indexed or removed"
+    ) from exc
+
+
+def _not_a_file(path: Path) -> str:
+    """Why a folder entry that is there is not a file to read."""
+    if path.is_symlink():
+        return "a broken symlink or a symlink loop"
+    return "not a regular file (a FIFO, socket, device or folder)"
 
 
 def _walk(folder: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(folder):
+    """The supported files under ``folder``, in a fixed order. A folder that cannot be
+    listed is an ``IngestError``; an entry that is there but not a file is skipped with a
+    warning, and one removed meanwhile silently (it is gone: mirroring drops it)."""
+    for root, dirs, files in os.walk(folder, onerror=_walk_error):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             path = Path(root) / name
-            if not path.is_file():  # FIFO, socket, device, dangling or looping symlink
+            if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
                 continue
-            if not name.startswith(".") and path.suffix.lower() in SUFFIXES:
-                if path.suffix.lower() == ".pdf":
-                    try:
-                        import pypdf  # noqa: F401
-                    except ImportError:
-                        continue
+            if path.suffix.lower() == ".pdf" and not _has_pypdf():
+                continue
+            if path.is_file():
                 yield path
+            elif os.path.lexists(path):
+                logger.warning("skipped %s: %s", path, _not_a_file(path))
+
+
+def _read_folder(folder: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
+    for path in _walk(folder):
+        try:
+            yield _read_file(path, metadata)
+        except IngestError as exc:
+            if isinstance(exc.__cause__, FileNotFoundError) and not os.path.lexists(path):
+                continue  # removed after the folder was listed: gone, like any deleted file
+            raise
+
+
+def _has_pypdf() -> bool:
+    try:
+        import pypdf  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _exists(text: str) -> bool:
@@ -241,7 +317,7 @@ def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
     except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, "~user" unknown
         raise IngestError(f"cannot ingest {str(path)[:200]!r}: {exc}") from exc
     if is_dir:
-        yield from (_read_file(p, metadata) for p in _walk(path))
+        yield from _read_folder(path, metadata)
     elif is_file:
         yield _read_file(path, metadata)
     elif not exists:

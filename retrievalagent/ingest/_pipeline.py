@@ -25,11 +25,9 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from retrievalagent.errors import EmbeddingModelError, VectorIndexError
+from retrievalagent.index import STAGED, STAGED_MARK, Condition, LexicalEncoder, VectorIndex
 from retrievalagent.ingest._chunking import Chunk, chunk_sections
 from retrievalagent.ingest._loaders import SourceDoc
-from retrievalagent.retrieval._index import STAGED, STAGED_MARK, VectorIndex
-from retrievalagent.retrieval._lexical import LexicalEncoder
-from retrievalagent.retrieval._types import Condition
 
 __all__ = ["IngestInterrupted", "IngestReport", "Ingestor"]
 
@@ -49,7 +47,8 @@ class IngestReport:
     empty_sources: list[str] = field(default_factory=list)
     #: Sources removed because their file is no longer in a re-ingested folder.
     removed_sources: list[str] = field(default_factory=list)
-    #: Sources whose new version is committed (all of them when the call returns).
+    #: Sources that are as the call wants them: their new version committed, or
+    #: unchanged, or emptied (all of them when the call returns).
     finished_sources: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -136,6 +135,8 @@ class Ingestor:
                 if len(visible) > 1 or staged:  # leftovers of a cut run: drop them
                     plan.hashes[doc.source] = doc_hash
                     plan.waiting[doc.source] = 0
+                else:
+                    report.finished_sources.append(doc.source)
                 continue
             if not chunks:  # nothing to index: an empty file replaces what was there
                 report.empty_sources.append(doc.source)
@@ -143,6 +144,7 @@ class Ingestor:
                     report.removed_chunks += self.index.delete(
                         [Condition("source", "match", doc.source)]
                     )
+                report.finished_sources.append(doc.source)
                 continue
             if visible:
                 report.replaced_sources += 1

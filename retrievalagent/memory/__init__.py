@@ -1,39 +1,78 @@
 """Long-term memory: recall before retrieval, fire-and-forget writes after grading.
 
 Two backends share one Protocol: mem0 (``mem0_memory=`` or ``memory=True``) and any
-LangGraph store (``memory_store=``). mem0 wins when both are given.
+LangGraph store (``memory_store=``). mem0 wins when both are given. Three kinds of memory
+live in either: search facts, preferences and conversation memory (what each user said in
+earlier conversations); ``MemoryReader`` decides what a turn recalls of them and
+``ConversationWriter`` stores what was said.
 """
 
 from __future__ import annotations
 
 from retrievalagent.memory._background import BackgroundWrites
 from retrievalagent.memory._base import (
-    DEFAULT_USER,
+    CONVERSATION,
+    PREFERENCE,
     MemoryBackend,
     MemoryHit,
     MemoryRecord,
     Recall,
     RecallRequest,
+    kind_of,
     memory_info,
     user_id_from_config,
 )
+from retrievalagent.memory._conversations import (
+    EARLIER,
+    ConversationRecord,
+    Said,
+    said_by_user,
+    said_in,
+    said_of,
+)
 from retrievalagent.memory._embedded import embedded_mem0, prepare_mem0_import
+from retrievalagent.memory._extract import ExtractedFact, FactExtractor
+from retrievalagent.memory._keys import alias_key, typed_alias
 from retrievalagent.memory._mem0 import Mem0Backend
-from retrievalagent.memory._store import NAMESPACE, StoreBackend
+from retrievalagent.memory._preferences import Preference, find_preference
+from retrievalagent.memory._recall import MemoryReader, ReadPolicy, Recollection, alias_of
+from retrievalagent.memory._store import StoreBackend
+from retrievalagent.memory._temporal import iso, parse_time
+from retrievalagent.memory._writer import ConversationWriter
 
 __all__ = [
-    "DEFAULT_USER",
-    "NAMESPACE",
+    "CONVERSATION",
+    "EARLIER",
+    "PREFERENCE",
     "BackgroundWrites",
+    "ConversationRecord",
+    "ConversationWriter",
+    "ExtractedFact",
+    "FactExtractor",
     "Mem0Backend",
     "MemoryBackend",
     "MemoryHit",
+    "MemoryReader",
     "MemoryRecord",
+    "Preference",
+    "ReadPolicy",
     "Recall",
     "RecallRequest",
+    "Recollection",
+    "Said",
     "StoreBackend",
+    "alias_key",
+    "alias_of",
     "embedded_mem0",
+    "find_preference",
+    "iso",
+    "kind_of",
     "memory_info",
+    "parse_time",
     "prepare_mem0_import",
+    "said_by_user",
+    "said_in",
+    "said_of",
+    "typed_alias",
     "user_id_from_config",
 ]

@@ -1,6 +1,6 @@
 """What a long-term memory backend must do, and who a memory belongs to.
 
-A user's long-term memory holds two kinds of item (``MemoryKind``):
+A user's long-term memory holds three kinds of item (``MemoryKind``):
 
 * **search facts** -- '"vault" is called "repository" in these documents': found by the
   *words the user uses*. Each fact is keyed by its alias (the user's word, normalised to
@@ -11,6 +11,12 @@ A user's long-term memory holds two kinds of item (``MemoryKind``):
 * **preferences** -- "answer in German": keyed by their subject (``language``,
   ``length`` ...), at most one per subject, and recalled on *every* turn of that user
   whatever the question: they never reach search, only the answer prompt.
+* **conversation memory** -- what the user said in earlier conversations: each exchange
+  (the user's message and a short form of the reply, ``form="exchange"``) and, where a
+  model extracted them, durable facts about the user (``form="fact"``, keyed by subject,
+  a newer one replacing the older while keeping it in its ``history``). Recalled by hybrid
+  relevance to the question (words and meaning, see ``memory._hybrid``), from other
+  threads than the current one, and shown to the model dated.
 
 Scores are similarities in [0, 1], higher is closer, whatever the backend measures
 natively. A fact recalled by its alias scores 1.0 (the user typed the word); one recalled
@@ -33,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrievalagent._inputs import check_id
+from retrievalagent.memory._conversations import ConversationRecord
 from retrievalagent.memory._plan import IO, Plan, arun, run
+from retrievalagent.memory._temporal import TimeRef
 from retrievalagent.types import MemoryInfo
 
 __all__ = [
@@ -54,16 +62,17 @@ __all__ = [
 
 DEFAULT_USER = "default"
 
-MemoryKind = Literal["search_fact", "preference"]
+MemoryKind = Literal["search_fact", "preference", "conversation"]
 SEARCH_FACT: MemoryKind = "search_fact"
 PREFERENCE: MemoryKind = "preference"
-#: Item kinds written by earlier releases, read as search facts.
-LEGACY_FACT_KINDS = frozenset({"search_hint", "search_fact", ""})
+CONVERSATION: MemoryKind = "conversation"
 
 
 def kind_of(value: Any) -> MemoryKind:
-    """A stored ``kind`` as one of the two kinds (anything unknown is a search fact)."""
-    return PREFERENCE if value == PREFERENCE else SEARCH_FACT
+    """A stored ``kind`` as one of the three kinds (anything unknown is a search fact)."""
+    if value in (PREFERENCE, CONVERSATION):
+        return value  # type: ignore[no-any-return]
+    return SEARCH_FACT
 
 
 @dataclass
@@ -84,6 +93,15 @@ class MemoryHit:
     matched: str = "similarity"
     similarity: float | None = None
     updated_at: str = ""
+    #: Where a memory came from: the conversation (thread), when it was said, and the
+    #: metadata of the messages it was drawn from, in order.
+    thread_id: str = ""
+    at: str = ""
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    #: Conversation memory: the share of the question's word weight it contains, and
+    #: whether it was said in the time the question points to.
+    lexical: float | None = None
+    in_window: bool = False
 
 
 @dataclass
@@ -107,26 +125,34 @@ class MemoryRecord:
 @dataclass(frozen=True)
 class RecallRequest:
     """What one turn asks of memory: facts close to ``query`` or keyed by one of ``keys``,
-    and every preference of the user."""
+    every preference of the user, and up to ``conversations`` conversation memories from
+    other conversations than ``thread_id`` (``seen``: ids of the messages it holds)."""
 
     query: str
     user_id: str
     limit: int
     keys: tuple[str, ...] = ()
     max_preferences: int = 20
+    conversations: int = 0
+    thread_id: str = ""
+    seen: frozenset[str] = frozenset()
+    time: TimeRef | None = None
 
 
 @dataclass
 class Recall:
-    """A backend's answer to a ``RecallRequest`` (facts best first, preferences newest first)."""
+    """A backend's answer to a ``RecallRequest`` (facts best first, preferences newest
+    first, conversation memories in the order recall ranked them)."""
 
     facts: list[MemoryHit] = field(default_factory=list)
     preferences: list[MemoryHit] = field(default_factory=list)
     scanned: int = 0
+    conversations: list[MemoryHit] = field(default_factory=list)
 
 
-_HINTED = re.compile(r"^(?P<question>[^()]*) \(search hint: (?P<fact>.*)\)$", re.DOTALL)
-_ASKED = re.compile(r"\s*\(asked: [^()]*\)\s*$", re.DOTALL)  # the format of earlier releases
+# The stored wording of a search fact's recall text (what backends embed and mem0 keeps):
+# data, not a name, so it keeps the words it was written with.
+_RECALL_TEXT = re.compile(r"^(?P<question>[^()]*) \(search hint: (?P<fact>.*)\)$", re.DOTALL)
 
 
 def recall_text(record: MemoryRecord) -> str:
@@ -145,10 +171,8 @@ def recall_text(record: MemoryRecord) -> str:
 def fact_text(text: str) -> str:
     """The fact alone, as injected into search and the prompt (``recall_text`` undone)."""
     text = text.strip()
-    hinted = _HINTED.match(text)
-    if hinted:
-        return hinted.group("fact").strip()
-    return _ASKED.sub("", text).strip()
+    found = _RECALL_TEXT.match(text)
+    return found.group("fact").strip() if found else text
 
 
 def newest_per_key(hits: Iterable[MemoryHit], limit: int) -> list[MemoryHit]:
@@ -191,13 +215,16 @@ def recall_of(
     similar: Sequence[MemoryHit],
     preferences: Iterable[MemoryHit],
     scanned: int,
+    conversations: Sequence[MemoryHit] = (),
 ) -> Recall:
     """A backend's answer from its channels: every alias match kept (even beyond
-    ``limit``), merged with the similar facts, and the newest preference per subject."""
+    ``limit``), merged with the similar facts, the newest preference per subject, and the
+    conversation memories as ranked."""
     return Recall(
         facts=merge_facts(keyed, similar)[: max(request.limit, len(keyed))],
         preferences=newest_per_key(preferences, request.max_preferences),
         scanned=scanned,
+        conversations=list(conversations)[: request.conversations],
     )
 
 
@@ -211,6 +238,11 @@ def memory_info(hit: MemoryHit) -> MemoryInfo:
         alias=str(hit.metadata.get("alias") or ""),
         question=str(hit.metadata.get("question") or ""),
         updated_at=hit.updated_at,
+        thread_id=hit.thread_id,
+        at=hit.at or hit.updated_at,
+        form=str(hit.metadata.get("form") or ""),
+        sources=list(hit.sources),
+        history=list(hit.metadata.get("history") or []),
     )
 
 
@@ -222,6 +254,9 @@ class MemoryBackend(Protocol):
     name: str
     #: True when the write path is a coroutine (scheduled as an asyncio task under ainvoke).
     async_native: bool
+    #: True when the backend draws facts about the user from what they said by itself
+    #: (mem0 with its LLM); the agent's own extractor is then not used.
+    extracts_facts: bool
 
     def recall(self, request: RecallRequest) -> Recall:
         """Facts by key or similarity, and the user's preferences."""
@@ -238,10 +273,29 @@ class MemoryBackend(Protocol):
 
     async def alist(self, user_id: str) -> builtins.list[MemoryHit]: ...
 
-    def forget(self, user_id: str, memory_id: str | None = None) -> int:
-        """Delete one memory (or all of the user's); returns how many were deleted."""
+    def add_conversations(
+        self, records: builtins.list[ConversationRecord]
+    ) -> builtins.list[MemoryHit]:
+        """Store conversation memories (one batch); returns them as stored."""
 
-    async def aforget(self, user_id: str, memory_id: str | None = None) -> int: ...
+    async def aadd_conversations(
+        self, records: builtins.list[ConversationRecord]
+    ) -> builtins.list[MemoryHit]: ...
+
+    def facts_about(self, user_id: str) -> builtins.list[MemoryHit]:
+        """The facts about the user that conversation memory holds (``form="fact"``)."""
+
+    async def afacts_about(self, user_id: str) -> builtins.list[MemoryHit]: ...
+
+    def forget(
+        self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
+    ) -> int:
+        """Delete one memory, those of one conversation, or all of the user's; returns
+        how many were deleted."""
+
+    async def aforget(
+        self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
+    ) -> int: ...
 
 
 class PlannedBackend(ABC):
@@ -260,6 +314,12 @@ class PlannedBackend(ABC):
         """Store one memory (replacing the one with the same key)."""
 
     @abstractmethod
+    def _add_conversations(
+        self, records: builtins.list[ConversationRecord]
+    ) -> Plan[builtins.list[MemoryHit]]:
+        """Store conversation memories (a fact replaces the one on its subject)."""
+
+    @abstractmethod
     def _list(self, user_id: str) -> Plan[builtins.list[MemoryHit]]:
         """Every memory of the user, newest first."""
 
@@ -273,9 +333,24 @@ class PlannedBackend(ABC):
         recall = yield from self._recall(RecallRequest(query, user_id, limit, max_preferences=0))
         return recall.facts, recall.scanned
 
-    def _forget(self, user_id: str, memory_id: str | None) -> Plan[int]:
+    def _facts_about(self, user_id: str) -> Plan[builtins.list[MemoryHit]]:
         hits = yield from self._list(user_id)
-        ids = [h.id for h in hits if memory_id is None or h.id == memory_id]
+        return [h for h in hits if h.kind == CONVERSATION and h.metadata.get("form") == "fact"]
+
+    def facts_about(self, user_id: str) -> builtins.list[MemoryHit]:
+        return run(self._facts_about(user_id))
+
+    async def afacts_about(self, user_id: str) -> builtins.list[MemoryHit]:
+        return await arun(self._facts_about(user_id))
+
+    def _forget(self, user_id: str, memory_id: str | None, thread_id: str | None) -> Plan[int]:
+        hits = yield from self._list(user_id)
+        ids = [
+            h.id
+            for h in hits
+            if (memory_id is None or h.id == memory_id)
+            and (thread_id is None or h.thread_id == thread_id)
+        ]
         if ids:
             yield self._delete(user_id, ids)
         return len(ids)
@@ -307,23 +382,36 @@ class PlannedBackend(ABC):
     async def alist(self, user_id: str) -> builtins.list[MemoryHit]:
         return await arun(self._list(user_id))
 
-    def forget(self, user_id: str, memory_id: str | None = None) -> int:
-        return run(self._forget(user_id, memory_id))
+    def add_conversations(self, records: builtins.list[ConversationRecord]) -> builtins.list[MemoryHit]:
+        return run(self._add_conversations(records)) if records else []
 
-    async def aforget(self, user_id: str, memory_id: str | None = None) -> int:
-        return await arun(self._forget(user_id, memory_id))
+    async def aadd_conversations(
+        self, records: builtins.list[ConversationRecord]
+    ) -> builtins.list[MemoryHit]:
+        return await arun(self._add_conversations(records)) if records else []
+
+    def forget(
+        self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
+    ) -> int:
+        return run(self._forget(user_id, memory_id, thread_id))
+
+    async def aforget(
+        self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
+    ) -> int:
+        return await arun(self._forget(user_id, memory_id, thread_id))
 
 
 def user_id_from_config(config: Mapping[str, Any] | None) -> str:
     """``configurable.user_id``, else the LangGraph Server auth identity, else ``"default"``.
 
     The one place a user id is read: it is checked here (a string of at most 256
-    characters without control characters, else ``ConfigError``) and trimmed; an empty one
-    means "not given". Backends make it safe for their storage (``StoreBackend.namespace``).
+    characters without control characters or surrounding whitespace, else ``ConfigError``)
+    and used exactly as given; a blank one means "not given". Backends make it safe for
+    their storage (``StoreBackend.namespace``).
     """
     configurable = (config or {}).get("configurable") or {}
     user = configurable.get("user_id")
-    if user is not None and (uid := check_id(user, "user_id").strip()):
+    if user is not None and (uid := check_id(user, "user_id")).strip():
         return uid
     auth = configurable.get("langgraph_auth_user")
     identity = None
@@ -331,6 +419,6 @@ def user_id_from_config(config: Mapping[str, Any] | None) -> str:
         identity = auth.get("identity")
     elif auth is not None:
         identity = getattr(auth, "identity", None)
-    if identity is not None and (uid := check_id(identity, "langgraph_auth_user.identity").strip()):
+    if identity is not None and (uid := check_id(identity, "langgraph_auth_user.identity")).strip():
         return uid
     return DEFAULT_USER

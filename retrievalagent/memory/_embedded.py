@@ -22,6 +22,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+from retrievalagent.index import LexicalEncoder
 from retrievalagent.memory._background import drain_all_at_exit
 from retrievalagent.memory._mem0 import Mem0Backend
 
@@ -76,10 +77,18 @@ def _close_memory(memory: Any) -> None:
             logger.debug("closing mem0's Qdrant client failed: %s", exc)
     close = getattr(memory, "close", None)
     if callable(close):
+        # mem0 closes its SQLite connection without the lock its writes hold: a write still
+        # running (one past its timeout) would then use a closed connection and crash the
+        # process. Closing under that lock makes such a write fail cleanly instead.
+        lock = getattr(getattr(memory, "db", None), "_lock", None)
+        locked = lock.acquire(timeout=5) if lock is not None else False
         try:
             close()
         except Exception as exc:
             logger.debug("closing mem0's history database failed: %s", exc)
+        finally:
+            if locked and lock is not None:
+                lock.release()
 
 
 def prepare_mem0_import(data_dir: Path | None = None) -> None:
@@ -92,8 +101,8 @@ def prepare_mem0_import(data_dir: Path | None = None) -> None:
 class EmbeddedMem0Backend(Mem0Backend):
     """The ``memory=True`` backend: a shared embedded mem0, released by ``close()``."""
 
-    def __init__(self, memory: Any, *, infer: bool, key: str) -> None:
-        super().__init__(memory, infer=infer)
+    def __init__(self, memory: Any, *, key: str, **options: Any) -> None:
+        super().__init__(memory, **options)
         self._key: str | None = key
 
     def close(self) -> None:
@@ -163,9 +172,11 @@ def embedded_mem0(
     model: BaseChatModel | None,
     embeddings: Embeddings,
     dimension: int,
+    encoder: LexicalEncoder | None = None,
 ) -> EmbeddedMem0Backend:
     """The embedded mem0 for ``collection`` (one per data dir and process); ``close()`` the
-    returned backend when done with it."""
+    returned backend when done with it. Conversation memory goes through mem0's own
+    extraction when the agent has a model, as raw exchanges when it has none."""
     root = data_dir / collection / "mem0"
     key = str(root.resolve())
     with _lock:
@@ -181,4 +192,10 @@ def embedded_mem0(
             )
             shared = _instances[key] = _Shared(memory)
         shared.users += 1
-        return EmbeddedMem0Backend(shared.memory, infer=False, key=key)
+        return EmbeddedMem0Backend(
+            shared.memory,
+            key=key,
+            infer=False,
+            infer_conversations=model is not None,
+            encoder=encoder,
+        )

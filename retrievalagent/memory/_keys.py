@@ -9,15 +9,26 @@ lookups, so a question that does not contain the alias never recalls the fact th
 The fact's *targets* are what goes into the BM25 query: the corpus terms it maps the alias
 to, without the alias itself and without the words that phrase the mapping ("is called",
 "another name for"), which would pull in passages about names.
+
+An alias is words the user typed: a model's ``memory_key`` is checked against the question
+(:func:`typed_alias`), so a key that is the whole fact sentence, as small models write it,
+becomes the question's word it holds instead of a key no question ever contains.
 """
 
 from __future__ import annotations
 
 import re
 
-from retrievalagent.retrieval._lexical import MEMORY_META_WORDS, LexicalEncoder
+from retrievalagent.index import MEMORY_META_WORDS, LexicalEncoder
 
-__all__ = ["MAX_ALIAS_WORDS", "alias_key", "fact_targets", "mapping_alias", "question_keys"]
+__all__ = [
+    "MAX_ALIAS_WORDS",
+    "alias_key",
+    "fact_targets",
+    "mapping_alias",
+    "question_keys",
+    "typed_alias",
+]
 
 #: Longest alias (in content words) a question is cut into.
 MAX_ALIAS_WORDS = 4
@@ -78,3 +89,24 @@ def fact_targets(encoder: LexicalEncoder, fact: str, alias: str = "") -> str:
     skip = alias_words | MEMORY_META_WORDS | _LINK_WORDS
     words = (w for w in encoder.words(text) if w not in skip)
     return " ".join(dict.fromkeys(words))
+
+
+def _holds(parts: list[tuple[int, ...]], run: list[tuple[int, ...]]) -> bool:
+    return any(parts[i : i + len(run)] == run for i in range(len(parts) - len(run) + 1))
+
+
+def typed_alias(encoder: LexicalEncoder, key: str, question: str, fact: str = "") -> str:
+    """The alias a fact is keyed by: the longest run of ``question``'s own content words
+    (up to ``MAX_ALIAS_WORDS``) that ``key`` holds, else the mapping's first quoted term
+    when the question holds it, else '' (the fact is then recalled by meaning only)."""
+    words = [w for w in encoder.words(question) if encoder.term_ids(w)]
+    asked = [encoder.term_ids(w) for w in words]
+    held = _word_ids(encoder, key)
+    for n in range(min(MAX_ALIAS_WORDS, len(asked)), 0, -1):
+        for i in range(len(asked) - n + 1):
+            if _holds(held, asked[i : i + n]):
+                return " ".join(words[i : i + n])
+    quoted = mapping_alias(fact)
+    if quoted and alias_key(encoder, quoted) in question_keys(encoder, question):
+        return quoted
+    return ""

@@ -26,7 +26,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from retrievalagent._threads import in_thread, run_sync
+from retrievalagent.index import LexicalEncoder
 from retrievalagent.memory._base import (
+    CONVERSATION,
     PREFERENCE,
     MemoryHit,
     PlannedBackend,
@@ -35,21 +37,57 @@ from retrievalagent.memory._base import (
     recall_of,
     recall_text,
 )
+from retrievalagent.memory._hybrid import memory_fuser, rank_pool, relevance
 from retrievalagent.memory._plan import IO, Plan
+from retrievalagent.retrieval import Fuser
 
 if TYPE_CHECKING:  # annotations only
     from retrievalagent.memory._base import MemoryRecord, Recall, RecallRequest
+    from retrievalagent.memory._conversations import ConversationRecord
 
 __all__ = ["Mem0Backend", "mem0_user"]
 
 _MEM0_UNSAFE = re.compile(r"[\s%]")
 #: Most items one ``get_all`` may return (a user's whole memory when listing).
 _LIST_LIMIT = 10_000
+#: Conversation memories mem0's search hands over to be ranked with BM25 (``rank_pool``).
+_POOL = 50
 
 
 def mem0_user(user_id: str) -> str:
     """The id mem0 stores a user under: whitespace and ``%`` percent-encoded (one-to-one)."""
     return _MEM0_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), user_id)
+
+
+def _text_of(item: dict[str, Any], metadata: dict[str, Any]) -> str:
+    """A memory's text: a search fact without its search wording; an exchange with the
+    assistant's reply, which is kept beside what mem0 embeds."""
+    text = fact_text(str(item.get("memory") or item.get("text") or ""))
+    reply = metadata.get("reply") if metadata.get("kind") == CONVERSATION else None
+    return f"{text}\n{reply}" if isinstance(reply, str) and reply else text
+
+
+def _key_of(metadata: dict[str, Any]) -> str:
+    """A memory's key as ``list_memories`` shows it: a fact's alias key, a preference's or a
+    fact about the user's subject ("" for an exchange, whose stored key only dedupes)."""
+    if metadata.get("kind") == CONVERSATION:
+        return str(metadata.get("subject") or "")
+    return str(metadata.get("memory_key") or "")
+
+
+def _with_metadata(added: Any, metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """What mem0's ``add`` stored (its result holds ids and texts, not the metadata given
+    with them), each with that metadata; memories it deleted or left alone are not."""
+    items = added.get("results", []) if isinstance(added, dict) else added
+    return [
+        {**item, "metadata": {**metadata, **(item.get("metadata") or {})}}
+        for item in (items if isinstance(items, list) else [])
+        if isinstance(item, dict) and item.get("event", "ADD") in ("ADD", "UPDATE")
+    ]
+
+
+def _sources(value: Any) -> list[dict[str, Any]]:
+    return [dict(s) for s in value if isinstance(s, dict)] if isinstance(value, list) else []
 
 
 def all_of(steps: list[IO]) -> IO:
@@ -117,15 +155,34 @@ class Mem0Backend(PlannedBackend):
     Args:
         memory: ``mem0.Memory``, ``mem0.AsyncMemory`` or anything with the same methods.
         infer: Let mem0's LLM extract facts on ``add`` (``False`` stores the fact as given).
+        infer_conversations: The same for conversation memory (default: ``infer``): with
+            it, mem0's extraction and conflict handling draw facts about the user from what
+            they said, beside the exchange itself, which is always kept as said.
+        encoder, fuser: The agent's BM25 encoder and fusion, to rank the conversation
+            memories mem0's search returns by their words too.
         score_kind: ``"similarity"``, ``"distance"`` or ``"auto"`` (from mem0's vector store
             provider).
     """
 
     name = "mem0"
 
-    def __init__(self, memory: Any, *, infer: bool = True, score_kind: str = "auto") -> None:
+    def __init__(
+        self,
+        memory: Any,
+        *,
+        infer: bool = True,
+        score_kind: str = "auto",
+        infer_conversations: bool | None = None,
+        encoder: LexicalEncoder | None = None,
+        fuser: Fuser | None = None,
+    ) -> None:
         self.memory = memory
         self.infer = infer
+        self.infer_conversations = infer if infer_conversations is None else infer_conversations
+        #: Facts about the user are drawn by mem0 itself (see ``_add_conversation``).
+        self.extracts_facts = self.infer_conversations
+        self.encoder = encoder or LexicalEncoder()
+        self.fuser = fuser or memory_fuser()
         self._methods = {
             name: _pick(memory, name) for name in ("search", "add", "get_all", "delete")
         }
@@ -205,14 +262,17 @@ class Mem0Backend(PlannedBackend):
             hits.append(
                 MemoryHit(
                     id=str(item.get("id", "")),
-                    text=fact_text(str(item.get("memory") or item.get("text") or "")),
+                    text=_text_of(item, metadata),
                     score=score,
                     metadata=metadata,
                     kind=kind_of(metadata.get("kind")),
-                    key=str(metadata.get("memory_key") or ""),
+                    key=_key_of(metadata),
                     matched=matched,
                     similarity=score if matched == "similarity" else None,
                     updated_at=str(item.get("updated_at") or item.get("created_at") or ""),
+                    thread_id=str(metadata.get("thread_id") or ""),
+                    at=str(metadata.get("at") or item.get("created_at") or ""),
+                    sources=_sources(metadata.get("sources")),
                 )
             )
         return sorted(hits, key=lambda h: -h.score)
@@ -220,27 +280,86 @@ class Mem0Backend(PlannedBackend):
     # -- recall ------------------------------------------------------------------------
     def _recall(self, request: RecallRequest) -> Plan[Recall]:
         user = mem0_user(request.user_id)
-        search_kwargs: dict[str, Any] = {
-            "filters": {"user_id": user},
-            self._limit_key: request.limit,
-        }
-        if self._threshold:
-            search_kwargs["threshold"] = 0.0  # the relevance bar is the agent's, applied after
-        steps = [self._call("search", request.query, **search_kwargs)]
+        # One similarity search serves facts and conversation memory alike (mem0 embeds
+        # the question once); it reaches deep enough for the conversation pool.
+        depth = max(request.limit, _POOL + request.limit if request.conversations > 0 else 0)
+        steps = [self._similar_to(request.query, {"user_id": user}, depth)]
         if request.max_preferences > 0:
             steps.append(self._get_all(user, kind=PREFERENCE))
         if request.keys:
             steps.append(self._get_all(user, memory_key={"in": list(request.keys)}))
-        results = yield all_of(steps)
-        similar = self._hits(results[0], user, "similarity")
+        window = request.time.window if request.time is not None else None
+        if request.conversations > 0 and window is not None:
+            # what was said in the question's time window, which the first may not reach
+            dated = {
+                "user_id": user,
+                "kind": CONVERSATION,
+                "at": {"gte": window[0], "lt": window[1]},
+            }
+            steps.append(self._similar_to(request.query, dated, _POOL))
+        results = iter((yield all_of(steps)))
+        similar = self._hits(next(results), user, "similarity")
         preferences = (
-            self._hits(results[1], user, "preference") if request.max_preferences > 0 else []
+            self._hits(next(results), user, "preference") if request.max_preferences > 0 else []
         )
-        keyed = self._hits(results[-1], user, "alias") if request.keys else []
-        facts = [h for h in similar if h.kind != PREFERENCE]
-        keyed = [h for h in keyed if h.kind != PREFERENCE and h.key in request.keys]
+        keyed = self._hits(next(results), user, "alias") if request.keys else []
+        facts = [h for h in similar if h.kind not in (PREFERENCE, CONVERSATION)]
+        keyed = [h for h in keyed if h.kind not in (PREFERENCE, CONVERSATION)]
+        keyed = [h for h in keyed if h.key in request.keys]
         preferences = [h for h in preferences if h.kind == PREFERENCE]
-        return recall_of(request, keyed, facts, preferences, scanned=len(similar))
+        said = []
+        if request.conversations > 0:
+            pool = [h for h in similar if h.kind == CONVERSATION]
+            pool += [h for raw in results for h in self._hits(raw, user, "similarity")]
+            said = self._said(request, pool)
+        return recall_of(
+            request,
+            keyed,
+            facts[: request.limit],
+            preferences,
+            scanned=len(similar),
+            conversations=said,
+        )
+
+    def _similar_to(self, query: str, filters: dict[str, Any], depth: int) -> IO:
+        kwargs: dict[str, Any] = {"filters": filters, self._limit_key: depth}
+        if self._threshold:
+            kwargs["threshold"] = 0.0  # the relevance bar is the agent's, applied after
+        return self._call("search", query, **kwargs)
+
+    def _said(self, request: RecallRequest, found: list[MemoryHit]) -> list[MemoryHit]:
+        """The conversation memories mem0 found, ranked by BM25 and mem0's score fused."""
+        pool: dict[str, MemoryHit] = {}
+        for hit in found:
+            if hit.kind == CONVERSATION:
+                pool.setdefault(hit.id, hit)
+        if not pool:
+            return []
+        values = {
+            h.id: {**h.metadata, "text": h.text, "thread_id": h.thread_id, "at": h.at}
+            for h in pool.values()
+        }
+        ranked = rank_pool(
+            self.encoder,
+            self.fuser,
+            request.query,
+            [(h.id, values[h.id], h.score) for h in pool.values()],
+            request.conversations,
+            window=request.time.window if request.time else None,
+            sessions_back=request.time.sessions_back if request.time else 0,
+            thread_id=request.thread_id,
+            seen=request.seen,
+        )
+        out = []
+        for found_one in ranked:
+            hit = pool[found_one.key]
+            hit.score = relevance(found_one.similarity, found_one.lexical)
+            hit.similarity, hit.lexical = found_one.similarity, found_one.lexical
+            hit.matched = "window" if found_one.in_window else "conversation"
+            hit.in_window = found_one.in_window
+            hit.metadata["fused"] = found_one.fused
+            out.append(hit)
+        return out
 
     # -- add -------------------------------------------------------------------------
     def _add(self, record: MemoryRecord) -> Plan[None]:
@@ -276,6 +395,82 @@ class Mem0Backend(PlannedBackend):
         yield self._call("add", messages, **kwargs)
         if older:  # replaced: the new one is stored, now the old ones go
             yield all_of([self._call("delete", h.id) for h in older])
+
+    # -- conversation memory --------------------------------------------------------------
+    def _add_conversations(self, records: list[ConversationRecord]) -> Plan[list[MemoryHit]]:
+        """Each record through mem0's own ``add``: its messages with inference (mem0's
+        extraction and conflict handling), else the exchange as one memory. A record
+        already stored (same key: an imported history imported again) is skipped; a fact
+        replaces the older one on its subject, which its ``history`` keeps."""
+        stored: list[MemoryHit] = []
+        for user_id in dict.fromkeys(r.user_id for r in records):
+            mine = list({r.key: r for r in records if r.user_id == user_id}.values())
+            user = mem0_user(user_id)
+            older: dict[str, list[MemoryHit]] = {}
+            keys = [r.key for r in mine if r.key]
+            if keys and any(self._methods["get_all"]):
+                raw = yield self._get_all(user, memory_key={"in": keys})
+                for hit in self._hits(raw, user, "listed"):
+                    older.setdefault(str(hit.metadata.get("memory_key") or ""), []).append(hit)
+            for record in mine:
+                if record.form == "exchange" and record.key in older:
+                    continue
+                if record.form == "extract" and not self.infer_conversations:
+                    continue
+                replaced = older.get(record.key, []) if record.key else []
+                metadata = self._conversation_metadata(record, replaced)
+                added = yield self._add_conversation(record, user, metadata)
+                stored += self._hits(_with_metadata(added, metadata), user, "stored")
+                if replaced and any(self._methods["delete"]):
+                    yield all_of([self._call("delete", h.id) for h in replaced])
+        return stored
+
+    @staticmethod
+    def _conversation_metadata(
+        record: ConversationRecord, replaced: list[MemoryHit]
+    ) -> dict[str, Any]:
+        """What mem0 keeps beside a conversation memory's text."""
+        infer = record.form == "extract" and bool(record.messages)
+        metadata: dict[str, Any] = {
+            "kind": CONVERSATION,
+            "form": "fact" if infer else record.form,
+            "memory_key": record.key,
+            "thread_id": record.thread_id,
+            "title": record.title,
+            "at": record.at,
+            "sources": record.sources,
+            "message_ids": record.message_ids,
+        }
+        if record.subject:
+            metadata["subject"] = record.subject
+        said = record.said or record.text
+        if record.form == "exchange" and record.text != said:  # what mem0 embeds is said
+            metadata["reply"] = record.text[len(said) :].strip()
+        if record.speakers:
+            metadata["speakers"] = record.speakers
+        if replaced:
+            metadata["history"] = [
+                *(replaced[0].metadata.get("history") or []),
+                {
+                    "text": replaced[0].text,
+                    "at": replaced[0].at,
+                    "thread_id": replaced[0].thread_id,
+                },
+            ]
+        return metadata
+
+    def _add_conversation(
+        self, record: ConversationRecord, user: str, metadata: dict[str, Any]
+    ) -> IO:
+        # An exchange is kept as said, one memory; "extract" hands its messages to mem0's
+        # own extraction and conflict handling, whose memories are facts about the user.
+        infer = record.form == "extract" and bool(record.messages)
+        said = record.said or record.text
+        messages = record.messages if infer else [{"role": "user", "content": said}]
+        kwargs: dict[str, Any] = {"user_id": user, "metadata": metadata}
+        if self._accepts_infer:
+            kwargs["infer"] = infer
+        return self._call("add", messages, **kwargs)
 
     # -- list / forget -------------------------------------------------------------------
     def _list(self, user_id: str) -> Plan[list[MemoryHit]]:

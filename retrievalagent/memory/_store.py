@@ -6,9 +6,18 @@ items of exactly that namespace, whatever the store's prefix matching returns. I
 make "the same memory" one item: ``alias:<key>`` for a keyed search fact,
 ``preference:<subject>`` for a preference (a newer one overwrites it), a random id else.
 
+Conversation memories live apart, under ``("conversations", u)``, each with its vector
+(base64 float32) in its value. They are ranked in process (``memory._hybrid``): a user's
+memories are loaded once, then kept current through two stamps under
+``("memory_stamps", u)`` that every writer changes: ``added`` (new memories: the next
+recall fetches only those written since) and ``erased`` (a deletion: the next recall
+reloads the user). A process also fetches what is new at least every
+``_RECHECK_SECONDS``, which bounds how long a write racing another process's can stay
+unseen.
+
 One recall is one ``batch`` call: the user's listing (or the store's own semantic search
-when it has a vector index), the preferences, and a ``GetOp`` per alias key of the
-question. A store without a vector index (a plain ``InMemoryStore()``, ``PostgresStore``
+when it has a vector index), the preferences, a ``GetOp`` per alias key of the question
+and the two stamps. A store without a vector index (a plain ``InMemoryStore()``, ``PostgresStore``
 without pgvector) is scored here: the user's ``scan_limit`` most recent facts are compared
 with the question by cosine similarity. Their vectors live apart, under
 ``("memory_vectors", u)``, so listing memories does not decode them (with PostgresStore
@@ -17,9 +26,10 @@ that made a 1k-memory recall 245 ms instead of ~35), and are cached in-process.
 
 from __future__ import annotations
 
-import math
+import base64
 import re
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -31,6 +41,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
 from retrievalagent._threads import in_thread
+from retrievalagent.index import LexicalEncoder
 from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
@@ -39,42 +50,111 @@ from retrievalagent.memory._base import (
     recall_of,
     recall_text,
 )
+from retrievalagent.memory._hybrid import (
+    Candidate,
+    IndexCache,
+    UserIndex,
+    memory_fuser,
+    relevance,
+)
+from retrievalagent.memory._hybrid import unit as _unit
 from retrievalagent.memory._plan import IO, Plan
+from retrievalagent.memory._temporal import iso
+from retrievalagent.retrieval import Fuser
 
 if TYPE_CHECKING:  # annotations only
     from retrievalagent.memory._base import MemoryRecord, Recall, RecallRequest
+    from retrievalagent.memory._conversations import ConversationRecord
 
-__all__ = ["NAMESPACE", "StoreBackend"]
+__all__ = ["CONVERSATIONS", "NAMESPACE", "StoreBackend"]
 
 NAMESPACE = "memories"
 VECTORS = "memory_vectors"
+CONVERSATIONS = "conversations"
+STAMPS = "memory_stamps"
 _LABEL_UNSAFE = re.compile(r"[.%*]")
-
-
-def _unit(vector: Sequence[float]) -> np.ndarray:
-    """A vector as unit-length float32 (all zeros stays zeros), for cosine by one dot."""
-    arr = np.asarray(vector, dtype=np.float32).ravel()
-    norm = float(np.linalg.norm(arr))
-    return arr / norm if norm and math.isfinite(norm) else np.zeros_like(arr)
-
+_EVERYTHING = 1_000_000
+#: Seconds after which a recall looks for new conversation memories even if no stamp moved.
+_RECHECK_SECONDS = 30.0
+#: How far before the newest memory it has a process looks when fetching what is new
+#: (writes of other processes whose clocks or commits lag), in microseconds.
+_LAG_US = 120_000_000
 
 _ItemT = TypeVar("_ItemT", bound=Item)
-_HIDDEN = frozenset({"text", "embedding", "recall", "question_embedding"})
+_HIDDEN = frozenset({"text", "recall", "vector", "embedding_model"})
+
+
+def _pack(vector: Sequence[float]) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _unpack(value: Any) -> np.ndarray | None:
+    try:
+        return _unit(np.frombuffer(base64.b64decode(str(value)), dtype="<f4"))
+    except (ValueError, TypeError):
+        return None
+
+
+def _token(item: Any, ns: tuple[str, str] | None = None, key: str = "") -> str | None:
+    """A stamp's token ("" when there is no stamp yet); None when what the store returned
+    is not that stamp (a broken or foreign answer), which says nothing."""
+    if item is None:
+        return ""
+    if not isinstance(item, Item) or not isinstance(item.value, dict):
+        return None
+    if ns is not None and (tuple(item.namespace) != ns or item.key != key):
+        return None
+    return str(item.value.get("token") or "")
+
+
+def _stamp() -> dict[str, Any]:
+    return {"token": uuid.uuid4().hex, "at": iso(datetime.now(timezone.utc))}
 
 
 def _hit(item: Item, score: float, matched: str, similarity: float | None = None) -> MemoryHit:
     value = item.value
+    updated = item.updated_at.isoformat() if item.updated_at else ""
+    return _value_hit(item.key, value, score, matched, similarity, updated)
+
+
+def _value_hit(
+    key: str,
+    value: dict[str, Any],
+    score: float,
+    matched: str,
+    similarity: float | None = None,
+    updated_at: str = "",
+) -> MemoryHit:
+    sources = value.get("sources")
     return MemoryHit(
-        id=item.key,
+        id=key,
         text=str(value.get("text", "")),
         score=score,
         metadata={k: v for k, v in value.items() if k not in _HIDDEN},
         kind=kind_of(value.get("kind")),
-        key=str(value.get("key") or ""),
+        key=str(value.get("key") or value.get("subject") or ""),
         matched=matched,
         similarity=similarity,
-        updated_at=item.updated_at.isoformat() if item.updated_at else "",
+        updated_at=updated_at or str(value.get("written") or value.get("created_at") or ""),
+        thread_id=str(value.get("thread_id") or ""),
+        at=str(value.get("at") or value.get("created_at") or updated_at),
+        sources=[dict(s) for s in sources if isinstance(s, dict)]
+        if isinstance(sources, list)
+        else [],
     )
+
+
+def _candidate_hit(found: Candidate) -> MemoryHit:
+    hit = _value_hit(
+        found.key,
+        found.value,
+        relevance(found.similarity, found.lexical),
+        "window" if found.in_window else "conversation",
+        found.similarity,
+    )
+    hit.lexical, hit.in_window = found.lexical, found.in_window
+    hit.metadata["fused"], hit.metadata["standout"] = found.fused, found.standout
+    return hit
 
 
 def _in_namespace(item: _ItemT | None, ns: tuple[str, str]) -> TypeGuard[_ItemT]:
@@ -104,9 +184,18 @@ class StoreBackend(PlannedBackend):
     """
 
     name = "store"
+    #: Facts about the user come from the agent's extractor, not from the store.
+    extracts_facts = False
 
     def __init__(
-        self, store: BaseStore, embeddings: Embeddings, embedding_name: str, scan_limit: int = 500
+        self,
+        store: BaseStore,
+        embeddings: Embeddings,
+        embedding_name: str,
+        scan_limit: int = 500,
+        *,
+        encoder: LexicalEncoder | None = None,
+        fuser: Fuser | None = None,
     ) -> None:
         if not isinstance(store, BaseStore):
             raise TypeError(
@@ -129,6 +218,9 @@ class StoreBackend(PlannedBackend):
         # unit-length vectors of recently scored facts, by (user, key, updated_at)
         self._cache: OrderedDict[tuple[str, str, str], np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
+        # conversation memories of recently active users, ranked in process
+        self.conversations = IndexCache(encoder or LexicalEncoder())
+        self.fuser = fuser or memory_fuser()
 
     @staticmethod
     def namespace(user_id: str, kind: str = NAMESPACE) -> tuple[str, str]:
@@ -182,12 +274,23 @@ class StoreBackend(PlannedBackend):
         preferences = SearchOp(
             ns, filter={"kind": PREFERENCE}, limit=max(1, request.max_preferences) * 4
         )
-        results = yield self._batch([listing, preferences, *(GetOp(ns, key) for key in alias_keys)])
+        stamps_ns = self.namespace(request.user_id, STAMPS)
+        stamps = [GetOp(stamps_ns, "added"), GetOp(stamps_ns, "erased")]
+        # conversation memory: a user not loaded yet is loaded with this batch, and one due
+        # a look at what is new gets it here too, so a recall is one round trip
+        index, ahead = None, []
+        if request.conversations > 0:
+            index = self.conversations.get(request.user_id)
+            ahead = self._fetch_ahead(request.user_id, index)
+        results = yield self._batch(
+            [listing, preferences, *stamps, *ahead, *(GetOp(ns, key) for key in alias_keys)]
+        )
         listed: list[SearchItem] = self._own(results[0], ns)
         prefs: list[SearchItem] = self._own(results[1], ns)
-        by_key: list[Item] = self._own(results[2:], ns)
+        by_key: list[Item] = self._own(results[4 + len(ahead) :], ns)
         keyed = [_hit(it, 1.0, "alias") for it in by_key if _is_fact(it)]
         facts = [it for it in listed if _is_fact(it)]
+        query: list[np.ndarray] = []  # the question's vector, once it is needed
         if self.indexed:
             similar = [
                 _hit(it, float(it.score or 0.0), "similarity", float(it.score or 0.0))
@@ -195,12 +298,118 @@ class StoreBackend(PlannedBackend):
             ]
         else:
             facts = sorted(facts, key=lambda it: it.updated_at, reverse=True)[: self.scan_limit]
-            similar = yield from self._similar(request, ns, facts)
+            similar = yield from self._similar(request, ns, facts, query)
         applied = [_hit(it, 1.0, "preference") for it in prefs]
-        return recall_of(request, keyed, similar, applied, scanned=len(facts))
+        said: list[MemoryHit] = []
+        if request.conversations > 0:
+            marks = (
+                _token(results[2], stamps_ns, "added"),
+                _token(results[3], stamps_ns, "erased"),
+            )
+            fetched = results[4] if ahead else None
+            index = yield from self._fresh_index(request.user_id, marks, index, fetched)
+            if len(index):
+                vector = yield from self._query_vector(request.query, query)
+                said = self._said(index, request, vector)
+        return recall_of(request, keyed, similar, applied, scanned=len(facts), conversations=said)
+
+    def _query_vector(self, text: str, memo: list[np.ndarray]) -> Plan[np.ndarray]:
+        if not memo:
+            memo.append(_unit((yield self._embed_query(text))))
+        return memo[0]
+
+    def _said(
+        self, index: UserIndex, request: RecallRequest, vector: np.ndarray
+    ) -> list[MemoryHit]:
+        """The user's conversation memories ranked for the question (``memory._hybrid``)."""
+        window = request.time.window if request.time else None
+        with self.conversations.lock:
+            if request.time and request.time.sessions_back:
+                window = index.session_window(request.time.sessions_back, request.thread_id)
+            found = index.search(
+                request.query,
+                vector,
+                self.fuser,
+                request.conversations,
+                window=window,
+                thread_id=request.thread_id,
+                seen=request.seen,
+            )
+        return [_candidate_hit(c) for c in found]
+
+    def _fetch_ahead(self, user_id: str, index: UserIndex | None) -> list[SearchOp]:
+        """What to read of the user's conversation memory with the recall's batch: all of
+        it when this process holds none, what is new when a look is due; else nothing."""
+        ns = self.namespace(user_id, CONVERSATIONS)
+        if index is None:
+            return [SearchOp(ns, limit=_EVERYTHING)]
+        if time.monotonic() - index.checked > _RECHECK_SECONDS:
+            return [self._since(ns, index)]
+        return []
+
+    @staticmethod
+    def _since(ns: tuple[str, str], index: UserIndex) -> SearchOp:
+        # A whole number of microseconds (16 digits until the year 2286): InMemoryStore
+        # compares filter values as numbers, PostgresStore as text, and both agree on it.
+        since = max(0, index.high_water - _LAG_US)
+        return SearchOp(ns, filter={"written_us": {"$gte": since}}, limit=_EVERYTHING)
+
+    def _fresh_index(
+        self,
+        user_id: str,
+        marks: tuple[str | None, str | None],
+        index: UserIndex | None,
+        fetched: Any,
+    ) -> Plan[UserIndex]:
+        """The user's conversation index, brought up to date with what the stamps say
+        (``fetched``: what ``_fetch_ahead`` read with the recall's batch). A stamp that
+        could not be read (None) says nothing: the index stays as it is."""
+        ns = self.namespace(user_id, CONVERSATIONS)
+        if index is not None and None not in marks:
+            if index.stamps[1] != marks[1]:  # something was erased: read it all again
+                index, fetched = None, (yield self._batch([SearchOp(ns, limit=_EVERYTHING)]))[0]
+            elif index.stamps[0] != marks[0] and fetched is None:  # something was added
+                fetched = (yield self._batch([self._since(ns, index)]))[0]
+        if index is None:
+            index = self.conversations.new()
+            self.conversations.put(user_id, index)
+        if fetched is not None:
+            yield from self._load(index, self._own(fetched, ns))
+        if None not in marks:
+            index.stamps = (str(marks[0]), str(marks[1]))
+        index.checked = time.monotonic()
+        return index
+
+    def _load(self, index: UserIndex, items: list[SearchItem]) -> Plan[None]:
+        """Put stored conversation memories into ``index`` (re-embedding any whose vector
+        is missing or from another model). What it holds already as stored is skipped: a
+        look at what is new reads back the last ``_LAG_US`` of writes, all of a fresh
+        import, each time."""
+        items = [it for it in items if isinstance(it.value, dict) and it.value.get("text")]
+        with self.conversations.lock:
+            items = [it for it in items if not index.holds(it.key, it.value)]
+        vectors = {
+            it.key: _unpack(it.value.get("vector"))
+            for it in items
+            if it.value.get("embedding_model") == self.embedding_name
+        }
+        stale = [it for it in items if vectors.get(it.key) is None]
+        if stale:
+            texts = [str(it.value.get("said") or it.value.get("text", "")) for it in stale]
+            fresh = yield self._embed_documents(texts)
+            vectors.update({it.key: _unit(v) for it, v in zip(stale, fresh, strict=True)})
+        with self.conversations.lock:
+            for it in items:
+                vector = vectors.get(it.key)
+                if vector is not None:
+                    index.upsert(it.key, dict(it.value), vector)
 
     def _similar(
-        self, request: RecallRequest, ns: tuple[str, str], facts: list[SearchItem]
+        self,
+        request: RecallRequest,
+        ns: tuple[str, str],
+        facts: list[SearchItem],
+        query_memo: list[np.ndarray],
     ) -> Plan[list[MemoryHit]]:
         """Cosine similarity of the question to each fact's vector."""
         if not facts:
@@ -211,7 +420,7 @@ class StoreBackend(PlannedBackend):
             vector_ns = self.namespace(request.user_id, VECTORS)
             stored = yield self._batch([GetOp(vector_ns, it.key) for it in missing])
             for it, found in zip(missing, stored, strict=True):
-                value = found.value if found is not None else it.value  # older releases
+                value = found.value if found is not None else {}
                 if value.get("embedding") and value.get("embedding_model") == self.embedding_name:
                     vectors[it.key] = _unit(value["embedding"])
             unembedded = [it for it in missing if vectors[it.key] is None]
@@ -223,7 +432,7 @@ class StoreBackend(PlannedBackend):
                 for it, vector in zip(unembedded, fresh, strict=True):
                     vectors[it.key] = _unit(vector)
             self._remember(ns, missing, vectors)
-        query = _unit((yield self._embed_query(request.query)))
+        query = yield from self._query_vector(request.query, query_memo)
         # one matrix product, not a Python loop: 500 facts x 384 dims took ~60 ms that way
         scored = [(it, v) for it in facts if (v := vectors[it.key]) is not None]
         scored = [(it, v) for it, v in scored if v.shape == query.shape]
@@ -276,15 +485,99 @@ class StoreBackend(PlannedBackend):
                 )
         yield self._batch(ops)
 
+    # -- conversation memory --------------------------------------------------------------
+    def _add_conversations(self, records: list[ConversationRecord]) -> Plan[list[MemoryHit]]:
+        """One batch per user: the facts' older versions and the stamp are read, the texts
+        embedded in one call, then everything written in one batch."""
+        stored: list[MemoryHit] = []
+        for user in dict.fromkeys(r.user_id for r in records):
+            mine = list({r.key: r for r in records if r.user_id == user}.values())
+            stored += yield from self._add_user_conversations(user, mine)
+        return stored
+
+    def _add_user_conversations(
+        self, user_id: str, records: list[ConversationRecord]
+    ) -> Plan[list[MemoryHit]]:
+        ns, stamps_ns = self.namespace(user_id, CONVERSATIONS), self.namespace(user_id, STAMPS)
+        read = yield self._batch([GetOp(stamps_ns, "added"), *(GetOp(ns, r.key) for r in records)])
+        found = {
+            r.key: it for r, it in zip(records, read[1:], strict=True) if _in_namespace(it, ns)
+        }
+        # an exchange already stored (a history imported again) is not stored twice; a fact
+        # replaces the one on its subject, which its history keeps
+        records = [r for r in records if r.form == "fact" or r.key not in found]
+        if not records:
+            return []
+        older = {r.key: found[r.key] for r in records if r.key in found}
+        vectors = yield self._embed_documents([r.said or r.text for r in records])
+        now = datetime.now(timezone.utc)
+        values = {}
+        for record, vector in zip(records, vectors, strict=True):
+            value = record.value(iso(now))
+            value["written_us"] = int(now.timestamp() * 1_000_000)
+            value["history"] = _history(older.get(record.key), record.text)
+            value["vector"], value["embedding_model"] = _pack(vector), self.embedding_name
+            values[record.key] = value
+        stamp = _stamp()
+        ops: list[Any] = [PutOp(ns, key, value, index=False) for key, value in values.items()]
+        yield self._batch([*ops, PutOp(stamps_ns, "added", stamp, index=False)])
+        read_token = _token(read[0], stamps_ns, "added")
+        self._cache_written(user_id, values, vectors, read_token, stamp["token"])
+        return [_value_hit(key, value, 1.0, "stored") for key, value in values.items()]
+
+    def _cache_written(
+        self,
+        user_id: str,
+        values: dict[str, dict[str, Any]],
+        vectors: list[list[float]],
+        read_token: str | None,
+        new_token: str,
+    ) -> None:
+        """Our own writes go straight into the user's loaded index; the stamp moves with
+        them only when nobody else wrote since this process last looked."""
+        with self.conversations.lock:
+            index = self.conversations.get(user_id)
+            if index is None:
+                return
+            for (key, value), vector in zip(values.items(), vectors, strict=True):
+                index.upsert(key, value, _unit(vector))
+            if index.stamps[0] == read_token:
+                index.stamps = (new_token, index.stamps[1])
+
+    def _facts_about(self, user_id: str) -> Plan[list[MemoryHit]]:
+        ns = self.namespace(user_id, CONVERSATIONS)
+        [items] = yield self._batch([SearchOp(ns, filter={"form": "fact"}, limit=_EVERYTHING)])
+        return [_hit(it, 1.0, "listed") for it in self._own(items, ns)]
+
     # -- list / forget -------------------------------------------------------------------
     def _list(self, user_id: str) -> Plan[list[MemoryHit]]:
-        ns = self.namespace(user_id)
-        [items] = yield self._batch([SearchOp(ns, limit=1_000_000)])
+        ns, conv_ns = self.namespace(user_id), self.namespace(user_id, CONVERSATIONS)
+        items, said = yield self._batch(
+            [SearchOp(ns, limit=_EVERYTHING), SearchOp(conv_ns, limit=_EVERYTHING)]
+        )
         hits = [_hit(it, 1.0, "listed") for it in self._own(items, ns)]
+        hits += [_hit(it, 1.0, "listed") for it in self._own(said, conv_ns)]
         return sorted(hits, key=lambda h: h.updated_at, reverse=True)
 
     def _delete(self, user_id: str, ids: list[str]) -> IO:
-        ns, vector_ns = self.namespace(user_id), self.namespace(user_id, VECTORS)
-        return self._batch(
-            [op for key in ids for op in (PutOp(ns, key, None), PutOp(vector_ns, key, None))]
-        )
+        spaces = [self.namespace(user_id, n) for n in (NAMESPACE, VECTORS, CONVERSATIONS)]
+        ops: list[Any] = [PutOp(ns, key, None) for key in ids for ns in spaces]
+        ops.append(PutOp(self.namespace(user_id, STAMPS), "erased", _stamp(), index=False))
+        deleted = self._batch(ops)
+
+        def forgotten(result: Any) -> Any:
+            self.conversations.drop(user_id)  # reloaded at the next recall
+            return result
+
+        async def adeleted() -> Any:
+            return forgotten(await deleted.async_())
+
+        return IO(lambda: forgotten(deleted.sync()), adeleted)
+
+
+def _history(older: Item | None, text: str) -> list[dict[str, Any]]:
+    """A replaced fact's history: the older one's, then the older one itself."""
+    if older is None or str(older.value.get("text", "")) == text:
+        return list(older.value.get("history") or []) if older is not None else []
+    previous = {k: older.value.get(k) for k in ("text", "at", "thread_id", "sources")}
+    return [*(older.value.get("history") or []), previous]

@@ -11,11 +11,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from retrievalagent.aliases import alias_fact
 from retrievalagent.errors import ConfigError
 from retrievalagent.models._base import Answer, Answerer, AnswerRequest, Grader, Rewriter
+from retrievalagent.models._facts import LLMFactExtractor
 from retrievalagent.models._llm import (
-    GradedAnswer,
     LLMAnswerer,
     LLMGrader,
     LLMInlineAnswerer,
@@ -23,39 +22,40 @@ from retrievalagent.models._llm import (
     model_name,
 )
 from retrievalagent.models._offline import (
-    GENERATED_BY as OFFLINE_GENERATED_BY,
-)
-from retrievalagent.models._offline import (
     EvidenceGrader,
     ExtractiveAnswerer,
     FeedbackRewriter,
 )
-from retrievalagent.models._prompts import PREFERENCES_PREFIX, SEARCH_HINTS_PREFIX
+from retrievalagent.models._prompts import SEARCH_FACTS_PREFIX, dated_line, memory_context
+from retrievalagent.models._rerank import resolve_reranker
 from retrievalagent.models._retry import RetryPolicy, is_transient
-from retrievalagent.models._usage import turn_usage
+from retrievalagent.models._usage import Meter, metering, record, turn_usage
 
 __all__ = [
-    "OFFLINE_GENERATED_BY",
-    "PREFERENCES_PREFIX",
-    "SEARCH_HINTS_PREFIX",
+    "SEARCH_FACTS_PREFIX",
     "Answer",
     "AnswerRequest",
     "Answerer",
     "EvidenceGrader",
     "ExtractiveAnswerer",
     "FeedbackRewriter",
-    "GradedAnswer",
     "Grader",
     "LLMAnswerer",
+    "LLMFactExtractor",
     "LLMGrader",
     "LLMInlineAnswerer",
     "LLMRewriter",
+    "Meter",
     "RetryPolicy",
     "Rewriter",
-    "alias_fact",
+    "dated_line",
     "is_transient",
+    "memory_context",
+    "metering",
     "model_name",
+    "record",
     "resolve_model",
+    "resolve_reranker",
     "turn_usage",
 ]
 

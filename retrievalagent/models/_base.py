@@ -29,6 +29,8 @@ class AnswerRequest:
     memory_context: str = ""  # exactly what the answer prompt shows of recalled memory
     memory_terms: str = ""  # the recalled facts' corpus terms (what BM25 searched for)
     known_aliases: tuple[str, ...] = ()  # question words a recalled fact already explains
+    # recalled conversation memories: (when it was said, ISO; what was said), best first
+    earlier: tuple[tuple[str, str], ...] = ()
     answer: str = ""  # filled in for grading
     dense_scores: dict[str, float] = field(default_factory=dict)  # chunk id -> cosine
 

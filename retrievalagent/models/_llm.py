@@ -33,7 +33,7 @@ from retrievalagent.models._prompts import (
     REWRITE_SYSTEM,
     cited_numbers,
     format_passages,
-    search_hints,
+    memory_preamble,
 )
 from retrievalagent.models._retry import RetryPolicy
 from retrievalagent.models._usage import ametered_call, metered_call
@@ -51,6 +51,7 @@ __all__ = [
     "LLMInlineAnswerer",
     "LLMRewriter",
     "model_name",
+    "structured_reply",
 ]
 
 #: The inline grading schema: an ``answer`` field first (the model writes the answer, then
@@ -93,7 +94,7 @@ class LLMAnswerer:
         self.generated_by = f"llm:{self.name}"
 
     def messages(self, request: AnswerRequest) -> list[BaseMessage]:
-        system = search_hints(request.memory_context) + ANSWER_SYSTEM.format(
+        system = memory_preamble(request.memory_context) + ANSWER_SYSTEM.format(
             passages=format_passages(request.sources)
         )
         return [SystemMessage(system), *request.history, HumanMessage(request.question)]
@@ -113,7 +114,7 @@ class LLMAnswerer:
         return Answer(_text(reply).strip(), self.generated_by, llm=True)
 
 
-def _structured(reply: Any) -> tuple[Any, Any]:
+def structured_reply(reply: Any) -> tuple[Any, Any]:
     """``(parsed, raw message)`` of a structured reply: the ``include_raw`` dict, or (from a
     model that ignores ``include_raw``) the value itself with no raw message. A reply that
     did not parse raises ``ValueError`` (the caller decides what a bad reply means)."""
@@ -174,14 +175,14 @@ class LLMInlineAnswerer:
 
     def messages(self, request: AnswerRequest) -> list[BaseMessage]:
         system = (
-            search_hints(request.memory_context)
+            memory_preamble(request.memory_context)
             + ANSWER_SYSTEM.format(passages=format_passages(request.sources))
             + INLINE_SUFFIX
         )
         return [SystemMessage(system), *request.history, HumanMessage(request.question)]
 
     def _done(self, reply: Any) -> tuple[Answer, Grade]:
-        parsed, _ = _structured(reply)
+        parsed, _ = structured_reply(reply)
         fields = _parse_as(parsed, GradedAnswer).model_dump()
         answer = str(fields.pop("answer") or "").strip()
         return Answer(answer, self.generated_by, llm=True), Grade.model_validate(fields)
@@ -228,7 +229,7 @@ class LLMGrader:
 
     @staticmethod
     def parse(reply: Any) -> Grade:
-        parsed, _ = _structured(reply)
+        parsed, _ = structured_reply(reply)
         if isinstance(parsed, Grade):
             return parsed
         if isinstance(parsed, dict):

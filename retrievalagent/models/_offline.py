@@ -4,7 +4,7 @@ The answer is extractive: the sentences of the retrieved passages that best cove
 question, each followed by the number of the passage it came from. The grade comes from
 retrieval evidence (dense similarity of the best passage, share of the question's terms the
 passages contain). The grader can still learn: when a question word occurs nowhere in the
-corpus but the passages answered it anyway, it stores an alias fact mapping that word to
+corpus but the passages answered it anyway, it stores a search fact mapping that word to
 the passage word that means the same (found by :mod:`retrievalagent.aliases`), so the next
 search finds it lexically too.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,11 +22,10 @@ from dataclasses import dataclass
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig
 
-from retrievalagent.aliases import AliasFact, AliasFinder, new_alias_fact
-from retrievalagent.memory._preferences import Preference, find_preference
+from retrievalagent.aliases import AliasFinder, SearchFact, new_search_fact
+from retrievalagent.index import LexicalEncoder, VectorIndex
+from retrievalagent.memory import EARLIER, Preference, find_preference, said_by_user
 from retrievalagent.models._base import Answer, AnswerRequest
-from retrievalagent.retrieval._index import VectorIndex
-from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.types import Grade, Source
 
 __all__ = ["EvidenceGrader", "ExtractiveAnswerer", "FeedbackRewriter"]
@@ -33,6 +33,8 @@ __all__ = ["EvidenceGrader", "ExtractiveAnswerer", "FeedbackRewriter"]
 GENERATED_BY = "extractive (offline, no LLM)"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*])|\n\s*\n|\n(?=\s*[-*] |\s*\d+\. )")
 _MAX_ANSWER_CHARS = 700
+_CITATION = re.compile(r"\s*\[\d+\]\s*")  # ends each sentence of an extractive answer
+_TAUGHT_QUESTIONS = 256  # questions whose first attempt's alias a rewrite may still use
 
 
 def _prose_sentences(text: str) -> list[str]:
@@ -59,6 +61,16 @@ def _sentences(text: str) -> list[str]:
             out.append(" — ".join(c for c in cells if c))
     out.extend(_prose_sentences("\n".join(prose)))
     return out
+
+
+def _earlier(recalled: Sequence[tuple[str, str]]) -> str:
+    """What the user told the agent before that bears on this question, quoted with its
+    date (the best recalled conversation memory holding a statement about themselves)."""
+    for at, text in recalled:
+        if statement := said_by_user(text):
+            day = f" on {at[:10]}" if at[:10] else ""
+            return " " + EARLIER.format(day=day, statement=statement[:300])
+    return ""
 
 
 def stated_preference_only(message: str) -> Preference | None:
@@ -171,7 +183,8 @@ class ExtractiveAnswerer:
         scored = self._scored_sentences(request)
         if not scored:
             return Answer("The passages found hold no readable text.", GENERATED_BY, llm=False)
-        return Answer(_cited(_chosen(scored), request.sources), GENERATED_BY, llm=False)
+        text = _cited(_chosen(scored), request.sources) + _earlier(request.earlier)
+        return Answer(text, GENERATED_BY, llm=False)
 
     def _wanted_terms(self, request: AnswerRequest) -> set[int]:
         """The terms an answer sentence should hold: the query's, the question's and the
@@ -222,12 +235,22 @@ class ExtractiveAnswerer:
         return await asyncio.to_thread(self.answer, request, config)
 
 
-class EvidenceGrader:
-    """Grades from retrieval evidence and proposes alias facts for words the corpus lacks.
+def _rescaled(cosine: float) -> float:
+    """0..1 from the range where the packaged model separates relevant from unrelated text."""
+    return min(1.0, max(0.0, (cosine - 0.25) / 0.45))
 
-    ``confidence`` mixes the cosine similarity of the best passage (rescaled from the range
-    where the packaged model separates relevant from unrelated text) with the share of
-    question terms the top passages contain.
+
+class EvidenceGrader:
+    """Grades the answer from what it says and proposes search facts for words the corpus
+    lacks.
+
+    ``confidence`` is about the answer the user gets: the cosine similarity of its sentence
+    closest to the question (rescaled), mixed with the share of the question's terms the
+    answer contains. An extractive answer quoting a passage that is about something else
+    ("what a vault is" for "where is the repository stored by default?") is then
+    insufficient, even when the passages themselves were close to the question. Whether the
+    passages were (their best cosine and the share of question terms they contain) decides
+    whether an alias is worth learning from the turn.
     """
 
     def __init__(
@@ -246,35 +269,71 @@ class EvidenceGrader:
         # The alias search embeds ~100 short texts (~0.3 s on 2 cores) for a question with
         # a word the corpus lacks; an agent with nowhere to store the fact skips it.
         self.aliases = AliasFinder(encoder, index, embeddings) if learn_aliases else None
+        # What each recent question taught from the passages its own words found, for its
+        # rewritten attempts (whose passages answer the rewrite's added words instead).
+        self._taught: OrderedDict[str, SearchFact | None] = OrderedDict()
+        self._taught_lock = threading.Lock()
 
-    def _confidence(self, request: AnswerRequest) -> float:
+    @staticmethod
+    def _unexplained(request: AnswerRequest) -> str:
+        """The question without the words recalled facts explain: such a word is absent
+        from the corpus by definition, covered by the fact's terms, not missing (else every
+        such turn is rewritten)."""
+        question = request.question
+        for alias in request.known_aliases:
+            question = re.sub(rf"(?i)\b{re.escape(alias)}\w*", " ", question)
+        return question
+
+    def _evidence(self, request: AnswerRequest) -> float:
+        """How well the passages match the question (the gate for learning an alias)."""
         if not request.sources:
             return 0.0
         top = request.sources[:3]
         cosines = [request.dense_scores.get(s["id"], 0.0) for s in top]
-        semantic = min(1.0, max(0.0, (max(cosines, default=0.0) - 0.25) / 0.45))
         texts = [" ".join(s.get("headings") or []) + " " + str(s.get("text", "")) for s in top]
-        # A word a recalled fact explains is absent from the corpus by definition: it is
-        # covered by the fact's terms, not missing (else every such turn is rewritten).
-        question = request.question
-        for alias in request.known_aliases:
-            question = re.sub(rf"(?i)\b{re.escape(alias)}\w*", " ", question)
-        coverage = self.encoder.coverage(question, [*texts, request.memory_terms])
-        return round(0.6 * semantic + 0.4 * coverage, 3)
+        coverage = self.encoder.coverage(self._unexplained(request), [*texts, request.memory_terms])
+        return round(0.6 * _rescaled(max(cosines, default=0.0)) + 0.4 * coverage, 3)
 
-    def _alias(self, request: AnswerRequest, confidence: float) -> AliasFact | None:
-        """The search fact for a question word absent from the corpus, if one is learned."""
+    def _confidence(self, request: AnswerRequest) -> float:
+        """How well the answer addresses the question: its closest sentence and its terms."""
+        sentences = [s for s in _CITATION.split(request.answer) if s.strip()]
+        if not request.sources or not sentences:
+            return 0.0
+        question = self.embeddings.embed_query(request.question)  # cached: search embedded it
+        closest = max(_dot(question, v) for v in self.embeddings.embed_documents(sentences))
+        coverage = self.encoder.coverage(
+            self._unexplained(request), [request.answer, request.memory_terms]
+        )
+        return round(0.6 * _rescaled(closest) + 0.4 * coverage, 3)
+
+    def _alias(self, request: AnswerRequest) -> SearchFact | None:
+        """The search fact for a question word absent from the corpus, if one is learned.
+
+        Only the passages the user's own words found teach: a rewritten attempt (the query
+        is no longer the question) keeps what the first attempt of its question taught.
+        """
         if self.aliases is None:
             return None
-        proposal = self.aliases.propose(
-            request.question, request.sources, request.answer, confidence
-        )
-        return new_alias_fact(
-            proposal,
-            self.encoder,
-            known_aliases=request.known_aliases,
-            memory_terms=request.memory_terms,
-        )
+        if request.query != request.question:
+            with self._taught_lock:
+                return self._taught.get(request.question)
+        fact = None
+        if (evidence := self._evidence(request)) >= self.min_confidence:
+            proposal = self.aliases.propose(
+                request.question, request.sources, request.answer, evidence
+            )
+            fact = new_search_fact(
+                proposal,
+                self.encoder,
+                known_aliases=request.known_aliases,
+                memory_terms=request.memory_terms,
+            )
+        with self._taught_lock:
+            self._taught[request.question] = fact
+            self._taught.move_to_end(request.question)
+            while len(self._taught) > _TAUGHT_QUESTIONS:
+                self._taught.popitem(last=False)
+        return fact
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
         preference = find_preference(request.question)
@@ -291,9 +350,7 @@ class EvidenceGrader:
                 memory_fact=preference.instruction,
             )
         confidence = self._confidence(request)
-        learned = None
-        if confidence >= self.min_confidence:
-            learned = self._alias(request, confidence)
+        learned = self._alias(request)
         return Grade(
             sufficient=bool(request.sources) and confidence >= self.min_confidence,
             confidence=confidence,

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, tzinfo
 
 from retrievalagent.types import Source
 
 __all__ = [
     "ANSWER_SYSTEM",
+    "CONVERSATIONS_PREFIX",
+    "FACTS_HUMAN",
+    "FACTS_SYSTEM",
     "GRADE_HUMAN",
     "GRADE_PASSAGE_CHARS",
     "GRADE_SYSTEM",
@@ -16,18 +20,38 @@ __all__ = [
     "NO_CITED_PASSAGES",
     "PREFERENCES_PREFIX",
     "REWRITE_SYSTEM",
-    "SEARCH_HINTS_PREFIX",
+    "SEARCH_FACTS_PREFIX",
     "cited_numbers",
+    "dated_line",
     "format_passages",
     "memory_context",
-    "search_hints",
+    "memory_preamble",
 ]
 
-# The prefix of the answer prompt when recalled memory cleared the relevance bar. Its
-# wording is part of the public contract (docs: "Memory & persistence").
-SEARCH_HINTS_PREFIX = "Known search hints for this corpus (synonyms / aliases ...):\n"
+# The prefix of the answer prompt's block of recalled search facts. Its wording ("search
+# hints") is the spec's and part of the public contract (docs: "Memory & persistence").
+SEARCH_FACTS_PREFIX = "Known search hints for this corpus (synonyms / aliases ...):\n"
 # The block carrying the user's stored preferences, applied on every turn.
 PREFERENCES_PREFIX = "The user's standing preferences (follow them in every answer):\n"
+# The block carrying what the user said in earlier conversations, each line dated, so the
+# model can resolve "yesterday" or "last week" and tell a newer statement from an older.
+CONVERSATIONS_PREFIX = (
+    "From this user's earlier conversations (today is {today}; use what bears on the "
+    "question, and prefer the newer where two disagree):\n"
+)
+
+# Conversation memory with a model: durable facts about the user from their own messages.
+FACTS_SYSTEM = """Read what a user wrote to an assistant and list durable facts about the user and their \
+situation that would help answer their later questions: what they run, use or own, where \
+they live or work, their role, plans and decisions. Not the questions they asked, not \
+passing moods, never passwords, keys or tokens. Write each fact as one short sentence in \
+the third person using the user's own words, names and numbers. Give each a subject of one \
+to three words; when a fact updates one of the known subjects, use that subject."""
+
+FACTS_HUMAN = """Known subjects: {known}
+
+User messages:
+{messages}"""
 
 ANSWER_SYSTEM = """\
 You answer questions using only the numbered passages below, which were retrieved from the \
@@ -117,16 +141,47 @@ def format_passages(
     return "\n\n".join(blocks) if blocks else "(no passages were found)"
 
 
-def memory_context(facts: Sequence[str], preferences: Sequence[str]) -> str:
-    """The recalled memory as the answer prompt shows it: search hints, then preferences."""
+def memory_context(
+    facts: Sequence[str],
+    preferences: Sequence[str],
+    conversations: Sequence[str] = (),
+    today: str = "",
+) -> str:
+    """The recalled memory as the answer prompt shows it: search facts, what the user said
+    earlier (each line already dated, see ``dated_line``), then the standing preferences,
+    last, as the instructions closest to the passages."""
     blocks = []
     if facts:
-        blocks.append(SEARCH_HINTS_PREFIX + "\n".join(f"- {f}" for f in facts))
+        blocks.append(SEARCH_FACTS_PREFIX + "\n".join(f"- {f}" for f in facts))
+    if conversations:
+        prefix = CONVERSATIONS_PREFIX.format(today=today or "unknown")
+        blocks.append(prefix + "\n".join(f"- {c}" for c in conversations))
     if preferences:
         blocks.append(PREFERENCES_PREFIX + "\n".join(f"- {p}" for p in preferences))
     return "\n\n".join(blocks)
 
 
-def search_hints(memory_context: str) -> str:
+def dated_line(text: str, at: str, title: str = "", zone: tzinfo | None = None) -> str:
+    """One recalled conversation memory as the prompt shows it: its day (with the weekday,
+    in ``zone``: the one "today" is reckoned in), the conversation's title where there is
+    one, then what was said."""
+    day = _day(at, zone)
+    # a title cut from the first question (no model titled it) would repeat the text
+    shown = title.rstrip("…").strip()
+    where = f', "{title}"' if shown and shown not in text else ""
+    return f"[{day}{where}] {text}" if day else text
+
+
+def _day(at: str, zone: tzinfo | None = None) -> str:
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        return ""
+    if zone is not None and moment.tzinfo is not None:
+        moment = moment.astimezone(zone)
+    return moment.strftime("%Y-%m-%d (%a)")
+
+
+def memory_preamble(memory_context: str) -> str:
     """The system-prompt prefix carrying recalled memory (empty when there is none)."""
     return f"{memory_context}\n\n" if memory_context else ""

@@ -6,7 +6,8 @@ variable, so the model roles need no extra argument and sync, async and threaded
 land in the node that made them); each call records its role, the tokens the provider
 reported (LangChain's ``usage_metadata``) and its wall time, retries included. A provider
 that reports no usage gets an estimate of 4 characters a token, and the event says
-``"estimated": true``. The node puts :meth:`Meter.event` into its trace event as
+``"estimated": true``. A call that failed (its retries spent, or an error retrying cannot
+fix) is counted too: its time, and no tokens, since no reply came back to bill. The node puts :meth:`Meter.event` into its trace event as
 ``usage``, and :func:`turn_usage` adds a turn's events up per role.
 """
 
@@ -18,6 +19,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from retrievalagent.trace import Usage, UsageTotals
 
 if TYPE_CHECKING:
     from retrievalagent.models._retry import RetryPolicy
@@ -81,10 +84,16 @@ class Meter:
         ms: float,
         *,
         fallback_output: str = "",
+        failed: bool = False,
     ) -> dict[str, Any]:
-        """Record one call; ``reply`` is the model's message (or None if it is not at hand)."""
+        """Record one call; ``reply`` is the model's message (or None if it is not at hand;
+        ``failed``: none came back, so no tokens)."""
         usage = getattr(reply, "usage_metadata", None)
-        if isinstance(usage, Mapping) and (usage.get("input_tokens") or usage.get("output_tokens")):
+        if failed:
+            call = {"role": role, "input_tokens": 0, "output_tokens": 0, "estimated": False}
+        elif isinstance(usage, Mapping) and (
+            usage.get("input_tokens") or usage.get("output_tokens")
+        ):
             call = {
                 "role": role,
                 "input_tokens": int(usage.get("input_tokens") or 0),
@@ -103,20 +112,27 @@ class Meter:
         self.calls.append(call)
         return call
 
-    def event(self) -> dict[str, Any] | None:
+    def event(self) -> Usage | None:
         """The node's ``usage`` trace field: totals of its calls, and ``by_role`` when it
         made calls of more than one role; None when it made none."""
         if not self.calls:
             return None
-        out = _totals(self.calls)
         roles = {c["role"] for c in self.calls}
-        out["role"] = self.calls[0]["role"] if len(roles) == 1 else "mixed"
+        totals = _totals(self.calls)
+        out: Usage = {
+            "calls": totals["calls"],
+            "input_tokens": totals["input_tokens"],
+            "output_tokens": totals["output_tokens"],
+            "ms": totals["ms"],
+            "estimated": totals["estimated"],
+            "role": self.calls[0]["role"] if len(roles) == 1 else "mixed",
+        }
         if len(roles) > 1:
             out["by_role"] = {r: _totals([c for c in self.calls if c["role"] == r]) for r in roles}
         return out
 
 
-def _totals(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _totals(calls: Sequence[Mapping[str, Any]]) -> UsageTotals:
     return {
         "calls": len(calls),
         "input_tokens": sum(int(c["input_tokens"]) for c in calls),
@@ -138,14 +154,20 @@ def metering() -> Iterator[Meter]:
 
 
 def record(
-    role: str, prompt: Sequence[Any], reply: Any, start: float, *, fallback_output: str = ""
+    role: str,
+    prompt: Sequence[Any],
+    reply: Any,
+    start: float,
+    *,
+    fallback_output: str = "",
+    failed: bool = False,
 ) -> None:
     """Record a call that started at ``start`` (``time.perf_counter()``) into the open meter
     (a call made outside any node, e.g. by a user's own code, is not recorded)."""
     meter = _current.get()
     if meter is not None:
         ms = (time.perf_counter() - start) * 1e3
-        meter.add(role, prompt, reply, ms, fallback_output=fallback_output)
+        meter.add(role, prompt, reply, ms, fallback_output=fallback_output, failed=failed)
 
 
 def turn_usage(trace: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -198,6 +220,15 @@ def _settle(role: str, prompt: Sequence[Any], reply: Any, start: float) -> None:
         record(role, prompt, _raw(reply), start, fallback_output=_dumped(reply))
 
 
+def _failed(role: str, prompt: Sequence[Any], start: float, exc: BaseException) -> None:
+    """Record a call that raised: a reply that did not parse still cost a call (its tokens
+    estimated); a call that got no reply (``ModelError``, cancelled) cost its time only."""
+    if isinstance(exc, ValueError | TypeError):
+        record(role, prompt, None, start)
+    else:
+        record(role, prompt, None, start, failed=True)
+
+
 def metered_call(
     role: str, prompt: Sequence[Any], call: Callable[[], T], retry: RetryPolicy, model: str
 ) -> T:
@@ -206,8 +237,8 @@ def metered_call(
     start = time.perf_counter()
     try:
         reply = retry.call(call, model=model, role=role)
-    except (ValueError, TypeError):
-        record(role, prompt, None, start)
+    except BaseException as exc:
+        _failed(role, prompt, start, exc)
         raise
     _settle(role, prompt, reply, start)
     return reply
@@ -224,8 +255,8 @@ async def ametered_call(
     start = time.perf_counter()
     try:
         reply = await retry.acall(call, model=model, role=role)
-    except (ValueError, TypeError):
-        record(role, prompt, None, start)
+    except BaseException as exc:
+        _failed(role, prompt, start, exc)
         raise
     _settle(role, prompt, reply, start)
     return reply

@@ -2,7 +2,9 @@
 
 Importing this package (which ``import retrievalagent`` does) makes LangGraph's
 ``from_conn_string`` helpers usable without ``with`` — see
-:mod:`retrievalagent.persistence._compat` for exactly what is patched.
+:mod:`retrievalagent.persistence._compat` for exactly what is patched. The PostgreSQL
+helpers, ``ThreadInfo`` and ``unpatch_from_conn_string`` are the documented API; the rest
+is what the agent keeps its threads and titles with.
 """
 
 from retrievalagent.persistence._compat import (
@@ -14,12 +16,11 @@ from retrievalagent.persistence._compat import (
 from retrievalagent.persistence._postgres import (
     apostgres_checkpointer,
     apostgres_store,
-    connection_kwargs,
     postgres_checkpointer,
     postgres_store,
 )
 from retrievalagent.persistence._resolve import resolve_checkpointer, resolve_store
-from retrievalagent.persistence._threads import ThreadInfo, Threads
+from retrievalagent.persistence._thread_index import ThreadInfo, Threads
 from retrievalagent.persistence._titles import TITLE_CHARS, ThreadTitler, question_title
 
 patch_from_conn_string()
@@ -33,7 +34,6 @@ __all__ = [
     "Threads",
     "apostgres_checkpointer",
     "apostgres_store",
-    "connection_kwargs",
     "patch_from_conn_string",
     "postgres_checkpointer",
     "postgres_store",

@@ -5,7 +5,7 @@ Why: LangGraph's ``from_conn_string`` helpers are context managers, so code that
 ``AttributeError: '_GeneratorContextManager' object has no attribute 'setup'``. This module
 makes both styles work, without changing what ``with`` does.
 
-What is patched, exactly (and nothing else):
+What is patched in LangGraph, exactly (and nothing else): one classmethod of five classes.
 
 ==============================================  =====================================
 class                                           module it is defined in
@@ -23,24 +23,30 @@ imported eagerly (psycopg is not loaded by retrievalagent). :func:`unpatch_from_
 restores the original classmethods and removes the finder; :func:`patch_from_conn_string`
 puts them back.
 
-How: the patched classmethod calls the original and returns a :class:`LazyConnection`
-wrapping the original context manager. It is two things at once:
+What the patched classmethod returns: an instance of ``Lazy<Class>``, a subclass of the
+class it was called on (made once per class), holding no connection yet. It is both:
 
 * **the original context manager** — ``with X.from_conn_string(url) as saver`` (and
-  ``async with`` for the async classes) enters and exits the very context manager LangGraph
-  returned and yields the real saver/store, exactly as before;
-* **a lazy proxy** — any other use (``cp.setup()``, ``await store.setup()``, passing it to
-  ``init_agent``) opens a fresh context manager from the same arguments on first use and
-  forwards attribute access to the real object. Coroutine methods of an async class open it
-  on the caller's event loop; a sync first use of an async class from sync code opens it on
-  a private event loop thread (its sync methods work; LangGraph's async stores can then not
-  be awaited from another loop), and from async code it is refused with a message asking
-  for ``await x.setup()`` first.
+  ``async with`` for the async classes) enters the very context manager LangGraph's
+  ``from_conn_string`` returned and yields LangGraph's own object, exactly as before;
+* **a real saver / store** — ``isinstance(x, PostgresSaver)`` holds, so LangGraph's own
+  checks accept it (``StateGraph(...).compile(checkpointer=x)``, the checkpoint
+  conformance suite). Every method the class adds to LangGraph's base class
+  (``setup``, ``put``, ``aget_tuple``, ``batch``, ...) opens a connection on first use, by
+  entering LangGraph's original ``from_conn_string`` with the same arguments, and runs on
+  the object that yields; other attributes (``conn``, ``index_config``) are read from it.
+  What the class leaves to the base class stays the base class's (``PostgresSaver.aput``
+  still raises ``NotImplementedError``), so capability checks find the class's own.
+  Attributes set on it apply to the object it runs on (for a saver, a copy of it: this is
+  how LangGraph's ``with_allowlist`` copies set ``serde``).
+
+Coroutine methods of an async class open it on the caller's event loop; a sync first use of
+an async class from sync code opens it on a private event loop thread (its sync methods
+work; LangGraph's async stores can then not be awaited from another loop), and from async
+code it is refused with a message asking for ``await x.setup()`` first.
 
 A lazily opened connection is closed when the last agent using it closes, at interpreter
-exit, or by ``close()`` / ``await aclose()``; a later use opens a new one. ``isinstance``
-checks against the saver/store class see the proxy, not the real object: pass the proxy to
-``init_agent`` (which unwraps it) or use ``with`` when you hand it to LangGraph directly.
+exit, or by ``close()`` / ``await aclose()``; a later use opens a new one.
 """
 
 from __future__ import annotations
@@ -48,15 +54,19 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import copy
 import functools
 import importlib.abc
 import importlib.machinery
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterator
-from types import ModuleType
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from types import FunctionType, ModuleType
 from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 __all__ = [
     "PATCHED",
@@ -76,72 +86,51 @@ PATCHED: dict[str, tuple[str, ...]] = {
 }
 
 _MARK = "__retrievalagent_original__"
-_OWN = frozenset(
-    {
-        "_ra_cls",
-        "_ra_factory",
-        "_ra_cm",
-        "_ra_lazy",
-        "_ra_target",
-        "_ra_loop",
-        "_ra_thread",
-        "_ra_users",
-        "_ra_lock",
-    }
-)
-_open: set[LazyConnection] = set()  # strong refs: an open connection is never GC-closed
+_open: set[_Opener] = set()  # strong refs: an open connection is never GC-closed
 _open_lock = threading.Lock()
 _CLOSE_TIMEOUT = 10.0
 
 
-class LazyConnection:
-    """The result of a patched ``from_conn_string``; see the module docstring."""
+# -- one from_conn_string call's connection -------------------------------------------------------
+class _Opener:
+    """Opens LangGraph's own context manager on first use and keeps what it yields."""
 
-    def __init__(self, cls: type, factory: Callable[[], Any], cm: Any) -> None:
-        object.__setattr__(self, "_ra_cls", cls)
-        object.__setattr__(self, "_ra_factory", factory)
-        object.__setattr__(self, "_ra_cm", cm)  # what `with` enters, untouched
-        object.__setattr__(self, "_ra_lazy", None)
-        object.__setattr__(self, "_ra_target", None)
-        object.__setattr__(self, "_ra_loop", None)
-        object.__setattr__(self, "_ra_thread", None)
-        object.__setattr__(self, "_ra_users", 0)
-        object.__setattr__(self, "_ra_lock", threading.RLock())
+    def __init__(self, name: str, factory: Callable[[], Any], cm: Any) -> None:
+        self.name = name  # the class name, for messages
+        self.factory = factory  # a fresh context manager from the same arguments
+        self.cm = cm  # what `with` enters, untouched
+        self.entered: Any = None
+        self.target: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.runner: _LoopThread | None = None
+        self.users = 0
+        self.lock = threading.RLock()
 
-    # -- the original context manager ---------------------------------------------------
-    def __enter__(self) -> Any:
-        return self._ra_cm.__enter__()
+    def open(self) -> Any:
+        """The real saver/store, opened if needed."""
+        target = self.target  # every call of a lazy saver passes here: no lock once open
+        if target is not None:
+            return target
+        with self.lock:
+            if self.target is None:
+                entered = self.factory()
+                self.hold(entered, entered.__enter__())
+            return self.target
 
-    def __exit__(self, *exc: Any) -> Any:
-        return self._ra_cm.__exit__(*exc)
+    async def aopen(self) -> Any:
+        return self.open()
 
-    # -- direct use -----------------------------------------------------------------------
-    @property
-    def is_open(self) -> bool:
-        """True while a lazily opened connection is held."""
-        return self._ra_target is not None
-
-    def _ra_open(self) -> Any:
-        with self._ra_lock:
-            if self._ra_target is None:
-                lazy = self._ra_factory()
-                self._ra_hold(lazy, lazy.__enter__())
-            return self._ra_target
-
-    def _ra_hold(
+    def hold(
         self,
-        lazy: Any,
+        entered: Any,
         target: Any,
         loop: asyncio.AbstractEventLoop | None = None,
         runner: _LoopThread | None = None,
     ) -> Any:
-        """Keep ``target``, opened by entering ``lazy`` (on ``loop``, run by ``runner``),
-        until ``close`` (``target`` None: forget what was kept); the caller holds
-        ``_ra_lock``. The registry closed at exit follows."""
-        object.__setattr__(self, "_ra_target", target)
-        object.__setattr__(self, "_ra_lazy", lazy)
-        object.__setattr__(self, "_ra_loop", loop)
-        object.__setattr__(self, "_ra_thread", runner)
+        """Keep ``target``, opened by entering ``entered`` (on ``loop``, run by ``runner``),
+        until ``close`` (``target`` None: forget what was kept); the caller holds ``lock``.
+        The registry closed at exit follows."""
+        self.target, self.entered, self.loop, self.runner = target, entered, loop, runner
         with _open_lock:
             if target is None:
                 _open.discard(self)
@@ -149,58 +138,37 @@ class LazyConnection:
                 _open.add(self)
         return target
 
-    def _ra_release(self) -> tuple[Any, asyncio.AbstractEventLoop | None, _LoopThread | None]:
+    def release(self) -> tuple[Any, asyncio.AbstractEventLoop | None, _LoopThread | None]:
         """Forget the kept connection (a later use opens a new one); returns what closing
         it takes: the entered context manager (None if none), its loop and loop thread."""
-        with self._ra_lock:
-            kept = self._ra_lazy, self._ra_loop, self._ra_thread
-            self._ra_hold(None, None)
+        with self.lock:
+            kept = self.entered, self.loop, self.runner
+            self.hold(None, None)
         return kept
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in _OWN:
-            raise AttributeError(name)
-        return self._ra_forward(name)
-
-    def _ra_forward(self, name: str) -> Any:
-        """Attribute ``name`` of the real object (opened on first use)."""
-        return getattr(self._ra_open(), name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._ra_open(), name, value)
-
-    def __retrievalagent_target__(self) -> Any:
-        """The real saver/store (opened if needed)."""
-        return self._ra_open()
-
-    def __retrievalagent_acquire__(self) -> tuple[Any, Callable[[], None]]:
+    def acquire(self) -> tuple[Any, Callable[[], None]]:
         """The real object for one agent, and the callback that agent runs when it closes."""
-        target = self._ra_open()
-        with self._ra_lock:
-            object.__setattr__(self, "_ra_users", self._ra_users + 1)
+        target = self.open()
+        with self.lock:
+            self.users += 1
         released = threading.Event()
 
         def release() -> None:
             if released.is_set():
                 return
             released.set()
-            with self._ra_lock:
-                object.__setattr__(self, "_ra_users", max(0, self._ra_users - 1))
-                last = self._ra_users == 0
+            with self.lock:
+                self.users = max(0, self.users - 1)
+                last = self.users == 0
             if last:
                 self.close()
 
         return target, release
 
     def close(self) -> None:
-        """Close the lazily opened connection (a later use opens a new one)."""
-        lazy, _, _ = self._ra_release()
-        if lazy is not None:
-            lazy.__exit__(None, None, None)
-
-    def __repr__(self) -> str:  # never shows the connection string (it may hold a password)
-        state = "open" if self.is_open else "not opened"
-        return f"<{self._ra_cls.__name__}.from_conn_string(...) lazy connection, {state}>"
+        entered, _, _ = self.release()
+        if entered is not None:
+            entered.__exit__(None, None, None)
 
 
 class _LoopThread:
@@ -231,82 +199,56 @@ class _LoopThread:
             self.loop.close()
 
 
-class AsyncLazyConnection(LazyConnection):
-    """:class:`LazyConnection` for the async classes (``async with`` and awaited methods)."""
+class _AsyncOpener(_Opener):
+    """:class:`_Opener` for the async classes: opened on the caller's loop when awaited."""
 
-    async def __aenter__(self) -> Any:
-        return await self._ra_cm.__aenter__()
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self._ra_cm.__aexit__(*exc)
-
-    def __enter__(self) -> Any:  # the async classes were never sync context managers
-        raise TypeError(f"use `async with {self._ra_cls.__name__}.from_conn_string(...)`")
-
-    def __exit__(self, *exc: Any) -> Any:  # pragma: no cover - __enter__ always raises
-        raise TypeError("not a sync context manager")
-
-    async def _ra_aopen(self) -> Any:
-        if self._ra_target is not None:
-            return self._ra_target
-        lazy = self._ra_factory()
-        target = await lazy.__aenter__()
-        with self._ra_lock:
-            winner = self._ra_target
+    async def aopen(self) -> Any:
+        if self.target is not None:
+            return self.target
+        entered = self.factory()
+        target = await entered.__aenter__()
+        with self.lock:
+            winner = self.target
             if winner is None:
-                return self._ra_hold(lazy, target, asyncio.get_running_loop())
-        await lazy.__aexit__(None, None, None)  # another task won the race: keep theirs
+                return self.hold(entered, target, asyncio.get_running_loop())
+        await entered.__aexit__(None, None, None)  # another task won the race: keep theirs
         return winner
 
-    def _ra_open(self) -> Any:
-        with self._ra_lock:
-            if self._ra_target is None:
-                _refuse_inside_a_loop(self._ra_cls.__name__)
+    def open(self) -> Any:
+        with self.lock:
+            if self.target is None:
+                _refuse_inside_a_loop(self.name)
                 runner = _LoopThread()
-                lazy = self._ra_factory()
+                entered = self.factory()
                 try:
-                    target = runner.run(lazy.__aenter__(), timeout=60)
+                    target = runner.run(entered.__aenter__(), timeout=60)
                 except BaseException:
                     runner.stop()
                     raise
-                self._ra_hold(lazy, target, runner.loop, runner)
-            return self._ra_target
-
-    def _ra_forward(self, name: str) -> Any:
-        if self._ra_target is None and inspect.iscoroutinefunction(
-            getattr(self._ra_cls, name, None)
-        ):
-            # `await store.setup()` before anything else: open on the caller's loop
-            @functools.wraps(getattr(self._ra_cls, name))
-            async def call(*args: Any, **kwargs: Any) -> Any:
-                target = await self._ra_aopen()
-                return await getattr(target, name)(*args, **kwargs)
-
-            return call
-        return super()._ra_forward(name)
+                self.hold(entered, target, runner.loop, runner)
+            return self.target
 
     async def aclose(self) -> None:
-        """Close the lazily opened connection from async code."""
-        lazy, loop, runner = self._ra_release()
-        if lazy is None:
+        entered, loop, runner = self.release()
+        if entered is None:
             return
         if runner is not None:
             await asyncio.wrap_future(
-                asyncio.run_coroutine_threadsafe(lazy.__aexit__(None, None, None), runner.loop)
+                asyncio.run_coroutine_threadsafe(entered.__aexit__(None, None, None), runner.loop)
             )
             runner.stop()
         elif loop is asyncio.get_running_loop():
-            await lazy.__aexit__(None, None, None)
+            await entered.__aexit__(None, None, None)
         else:
-            await asyncio.to_thread(_exit_elsewhere, lazy, loop)
+            await asyncio.to_thread(_exit_elsewhere, entered, loop)
 
     def close(self) -> None:
-        lazy, loop, runner = self._ra_release()
-        if lazy is None:
+        entered, loop, runner = self.release()
+        if entered is None:
             return
         if runner is not None:
             try:
-                runner.run(lazy.__aexit__(None, None, None), timeout=_CLOSE_TIMEOUT)
+                runner.run(entered.__aexit__(None, None, None), timeout=_CLOSE_TIMEOUT)
             finally:
                 runner.stop()
             return
@@ -315,11 +257,11 @@ class AsyncLazyConnection(LazyConnection):
         except RuntimeError:
             running = None
         if running is not None and running is loop:  # cannot block our own loop: schedule
-            task = loop.create_task(lazy.__aexit__(None, None, None))
+            task = loop.create_task(entered.__aexit__(None, None, None))
             _pending.add(task)
             task.add_done_callback(_pending.discard)
             return
-        _exit_elsewhere(lazy, loop)
+        _exit_elsewhere(entered, loop)
 
 
 _pending: set[asyncio.Task[Any]] = set()
@@ -341,10 +283,10 @@ def _refuse_inside_a_loop(name: str) -> None:
     )
 
 
-def _exit_elsewhere(lazy: Any, loop: asyncio.AbstractEventLoop | None) -> None:
+def _exit_elsewhere(entered: Any, loop: asyncio.AbstractEventLoop | None) -> None:
     """Exit an async context manager opened on ``loop`` from a thread not running it."""
     if loop is not None and loop.is_running():
-        asyncio.run_coroutine_threadsafe(lazy.__aexit__(None, None, None), loop).result(
+        asyncio.run_coroutine_threadsafe(entered.__aexit__(None, None, None), loop).result(
             _CLOSE_TIMEOUT
         )
         return
@@ -352,7 +294,9 @@ def _exit_elsewhere(lazy: Any, loop: asyncio.AbstractEventLoop | None) -> None:
     # connection needs no loop-bound state, so a fresh loop can do it.
     fresh = asyncio.new_event_loop()
     try:
-        fresh.run_until_complete(asyncio.wait_for(lazy.__aexit__(None, None, None), _CLOSE_TIMEOUT))
+        fresh.run_until_complete(
+            asyncio.wait_for(entered.__aexit__(None, None, None), _CLOSE_TIMEOUT)
+        )
     finally:
         fresh.close()
 
@@ -360,13 +304,171 @@ def _exit_elsewhere(lazy: Any, loop: asyncio.AbstractEventLoop | None) -> None:
 def close_all() -> None:
     """Close every lazily opened connection (runs at interpreter exit)."""
     with _open_lock:
-        conns = list(_open)
-    for conn in conns:
+        openers = list(_open)
+    for opener in openers:
         with contextlib.suppress(Exception):
-            conn.close()
+            opener.close()
 
 
 atexit.register(close_all)
+
+
+# -- the objects from_conn_string returns -----------------------------------------------------------
+class LazyConnection:
+    """Mixed into ``Lazy<Class>``, the subclass of a saver/store class that a patched
+    ``from_conn_string`` returns an instance of; see the module docstring."""
+
+    __slots__ = ()
+    _ra: _Opener
+
+    def __init__(self, opener: _Opener) -> None:  # the class's own __init__ runs on open
+        self.__dict__["_ra"] = opener
+
+    # -- the original context manager ---------------------------------------------------
+    def __enter__(self) -> Any:
+        return self._ra.cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._ra.cm.__exit__(*exc)
+
+    # -- direct use -----------------------------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        """True while a lazily opened connection is held."""
+        return self._ra.target is not None
+
+    def close(self) -> None:
+        """Close the lazily opened connection (a later use opens a new one)."""
+        self._ra.close()
+
+    def _ra_open(self) -> Any:
+        """The object this one's methods run on (opened if needed)."""
+        return self._ra_as_set(self._ra.open())
+
+    async def _ra_aopen(self) -> Any:
+        return self._ra_as_set(await self._ra.aopen())
+
+    def _ra_as_set(self, target: Any) -> Any:
+        """``target`` with the attributes set on this object: a saver's copy (it may not
+        change the saver others share), the store itself."""
+        mine = {k: v for k, v in self.__dict__.items() if not k.startswith("_ra")}
+        if not mine:
+            return target
+        kept = self.__dict__.get("_ra_view")
+        if kept is not None and kept[0] is target:
+            return kept[1]
+        view = copy.copy(target) if isinstance(target, BaseCheckpointSaver) else target
+        for name, value in mine.items():
+            setattr(view, name, value)
+        self.__dict__["_ra_view"] = (target, view)
+        return view
+
+    def __getattr__(self, name: str) -> Any:  # only for what the instance does not have
+        if name.startswith(("__", "_ra")):
+            raise AttributeError(name)
+        mine = self.__dict__
+        if name in mine:  # set on it, shadowed by the class's slot
+            return mine[name]
+        if "_ra" not in mine:  # half built (copy.copy): nothing to read from yet
+            raise AttributeError(name)
+        return getattr(self._ra_open(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__[name] = value
+        self.__dict__.pop("_ra_view", None)
+
+    def __del__(self) -> None:
+        """Nothing to do: the class's own finalizer belongs to the object that opened."""
+
+    def _ra_acquire(self) -> tuple[Any, Callable[[], None]]:
+        """The opened object for one agent, and the callback that agent runs when it closes."""
+        target, release = self._ra.acquire()
+        return self._ra_as_set(target), release
+
+    def __repr__(self) -> str:  # never shows the connection string (it may hold a password)
+        state = "open" if self.is_open else "not opened"
+        return f"<{self._ra.name}.from_conn_string(...) lazy connection, {state}>"
+
+
+class AsyncLazyConnection(LazyConnection):
+    """:class:`LazyConnection` for the async classes (``async with`` and awaited methods)."""
+
+    __slots__ = ()
+    _ra: _AsyncOpener
+
+    async def __aenter__(self) -> Any:
+        return await self._ra.cm.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._ra.cm.__aexit__(*exc)
+
+    def __enter__(self) -> Any:  # the async classes were never sync context managers
+        raise TypeError(f"use `async with {self._ra.name}.from_conn_string(...)`")
+
+    def __exit__(self, *exc: Any) -> Any:  # pragma: no cover - __enter__ always raises
+        raise TypeError("not a sync context manager")
+
+    async def aclose(self) -> None:
+        """Close the lazily opened connection from async code."""
+        await self._ra.aclose()
+
+
+def _runs_on_opened(name: str, func: FunctionType) -> Callable[..., Any]:
+    """A method that runs ``name`` of the opened object, in ``func``'s kind (plain,
+    coroutine, async generator)."""
+    call: Callable[..., Any]
+    if inspect.isasyncgenfunction(func):
+
+        async def agen(self: LazyConnection, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            target = await self._ra_aopen()
+            async for item in getattr(target, name)(*args, **kwargs):
+                yield item
+
+        call = agen
+    elif inspect.iscoroutinefunction(func):
+
+        async def coro(self: LazyConnection, *args: Any, **kwargs: Any) -> Any:
+            target = await self._ra_aopen()
+            return await getattr(target, name)(*args, **kwargs)
+
+        call = coro
+    else:
+
+        def plain(self: LazyConnection, *args: Any, **kwargs: Any) -> Any:
+            return getattr(self._ra_open(), name)(*args, **kwargs)
+
+        call = plain
+    return functools.update_wrapper(call, func)
+
+
+def _own_methods(cls: type) -> Iterator[tuple[str, FunctionType]]:
+    """The methods ``cls`` adds to (or overrides in) LangGraph's base saver/store class,
+    as ``cls`` resolves them; dunders are left alone."""
+    base = next((b for b in (BaseCheckpointSaver, BaseStore) if issubclass(cls, b)), object)
+    inherited = set(base.__mro__)
+    seen = set(dir(AsyncLazyConnection))
+    for klass in cls.__mro__:
+        for name, attr in vars(klass).items():
+            if name in seen or name.startswith("__"):
+                continue
+            seen.add(name)
+            if klass not in inherited and isinstance(attr, FunctionType):
+                yield name, attr
+
+
+@functools.cache
+def _lazy_class(cls: type, is_async: bool) -> type:
+    mixin = AsyncLazyConnection if is_async else LazyConnection
+    namespace: dict[str, Any] = {
+        name: _runs_on_opened(name, func) for name, func in _own_methods(cls)
+    }
+    namespace.update(
+        __module__=__name__,
+        __qualname__=f"Lazy{cls.__name__}",
+        __doc__=f"A {cls.__name__} that opens its connection on first use.",
+        _ra_class=cls,
+    )
+    return type(f"Lazy{cls.__name__}", (mixin, cls), namespace)
 
 
 # -- patching ----------------------------------------------------------------------------
@@ -375,10 +477,13 @@ def _patched_classmethod(original: classmethod[Any, Any, Any]) -> classmethod[An
 
     @functools.wraps(func)
     def from_conn_string(cls: type, *args: Any, **kwargs: Any) -> LazyConnection:
+        cls = getattr(cls, "_ra_class", cls)  # called on a Lazy<Class>: its real class
         factory = functools.partial(func, cls, *args, **kwargs)
         cm = factory()  # LangGraph's own context manager: nothing is connected yet
-        kind = AsyncLazyConnection if hasattr(cm, "__aenter__") else LazyConnection
-        return kind(cls, factory, cm)
+        is_async = hasattr(cm, "__aenter__")
+        opener = (_AsyncOpener if is_async else _Opener)(cls.__name__, factory, cm)
+        lazy: LazyConnection = _lazy_class(cls, is_async)(opener)
+        return lazy
 
     setattr(from_conn_string, _MARK, original)
     return classmethod(from_conn_string)

@@ -2,10 +2,10 @@
 
 LangGraph's ``from_conn_string`` helpers return context managers, and it is natural to pass
 one straight to ``init_agent(checkpointer=SqliteSaver.from_conn_string("memory.db"))``. Such
-a context manager is entered here and exited when the agent closes. A
-:class:`~retrievalagent.persistence._compat.LazyConnection` (what the patched helpers return)
-is unwrapped to its real saver/store; its connection closes when the last agent using it
-closes.
+a context manager is entered here and exited when the agent closes. What the patched
+helpers return used without ``with`` (a saver/store that opens its connection on first use,
+see :mod:`retrievalagent.persistence._compat`) is opened here and used as the object it
+opened; its connection closes when the last agent using it closes.
 """
 
 from __future__ import annotations
@@ -17,27 +17,25 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from retrievalagent.errors import ConfigError
+from retrievalagent.persistence._compat import LazyConnection
 
 __all__ = ["resolve_checkpointer", "resolve_store"]
 
 
-def _checked(obj: Any, kind: type, what: str) -> Any:
-    if not isinstance(obj, kind):
-        raise ConfigError(f"{what} must be a LangGraph {kind.__name__}, not {type(obj).__name__}")
-    return obj
+def _wrong(obj: Any, kind: type, what: str) -> ConfigError:
+    named = getattr(type(obj), "_ra_class", type(obj)).__name__  # Lazy<Class>: the class
+    return ConfigError(f"{what} must be a LangGraph {kind.__name__}, not {named}")
 
 
 def _unwrap(obj: Any, kind: type, what: str, stack: contextlib.ExitStack) -> Any:
+    if isinstance(obj, kind) and isinstance(obj, LazyConnection):
+        target, release = obj._ra_acquire()  # from_conn_string used without `with`
+        stack.callback(release)
+        return target
     if obj is None or isinstance(obj, kind):
         return obj
-    acquire = getattr(obj, "__retrievalagent_acquire__", None)
-    if callable(acquire):  # a from_conn_string result made usable without `with`
-        target, release = acquire()
-        stack.callback(release)
-        return _checked(target, kind, what)
-    inner = getattr(obj, "__retrievalagent_target__", None)
-    if callable(inner):
-        return _checked(inner(), kind, what)
+    if isinstance(obj, LazyConnection):  # a store passed as a checkpointer or the reverse
+        raise _wrong(obj, kind, what)
     if hasattr(obj, "__enter__") and hasattr(obj, "__exit__"):
         entered = stack.enter_context(obj)
         if isinstance(entered, kind):
@@ -50,7 +48,7 @@ def _unwrap(obj: Any, kind: type, what: str, stack: contextlib.ExitStack) -> Any
             f"{what} is an async context manager; open it first: "
             f"`async with X.from_conn_string(...) as {what}:` and pass the result"
         )
-    raise ConfigError(f"{what} must be a LangGraph {kind.__name__}, not {type(obj).__name__}")
+    raise _wrong(obj, kind, what)
 
 
 def resolve_checkpointer(obj: Any, stack: contextlib.ExitStack) -> BaseCheckpointSaver[Any] | None:

@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from retrievalagent.models._usage import record
+from retrievalagent.models import record
 
 __all__ = ["TITLE_CHARS", "ThreadTitler", "question_title"]
 

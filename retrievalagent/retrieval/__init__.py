@@ -1,40 +1,36 @@
-"""Hybrid retrieval: the index interface, its two Qdrant backends, BM25 encoding, fusion, reranking."""
+"""Hybrid retrieval over the index: BM25 and dense lists, fusion, reranking, the searcher.
 
-from retrievalagent.retrieval._edge import EdgeIndex
+Built on ``retrievalagent.index`` (the engines, hits and the BM25 encoder). The searcher
+runs the two searches of one query, fuses them and (with a reranker) reorders the head;
+``HybridRetriever`` offers the same search as a LangChain retriever. One ``SearchPlan``
+sizes a search and ``HybridSearcher.rank`` ranks its two lists, for ``search``, ``asearch``
+and the graph alike.
+"""
+
 from retrievalagent.retrieval._fusion import FusedHit, Fuser, make_fuser
-from retrievalagent.retrieval._index import VectorIndex
-from retrievalagent.retrieval._lexical import LexicalEncoder
-from retrievalagent.retrieval._rerank import (
-    CompressorReranker,
-    LLMReranker,
-    Reranker,
-    resolve_reranker,
-)
+from retrievalagent.retrieval._rerank import CompressorReranker, Reranker, complete_ranking
 from retrievalagent.retrieval._retriever import RESERVED_KEY, HybridRetriever, to_document
-from retrievalagent.retrieval._searcher import HybridSearcher, QueryEmbedder, to_source
-from retrievalagent.retrieval._server import ServerIndex
-from retrievalagent.retrieval._types import Condition, Hit, Sparse, parse_filter
+from retrievalagent.retrieval._searcher import (
+    HybridSearcher,
+    QueryEmbedder,
+    Ranked,
+    SearchPlan,
+    to_source,
+)
 
 __all__ = [
     "RESERVED_KEY",
     "CompressorReranker",
-    "Condition",
-    "EdgeIndex",
     "FusedHit",
     "Fuser",
-    "Hit",
     "HybridRetriever",
     "HybridSearcher",
-    "LLMReranker",
-    "LexicalEncoder",
     "QueryEmbedder",
+    "Ranked",
     "Reranker",
-    "ServerIndex",
-    "Sparse",
-    "VectorIndex",
+    "SearchPlan",
+    "complete_ranking",
     "make_fuser",
-    "parse_filter",
-    "resolve_reranker",
     "to_document",
     "to_source",
 ]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from retrievalagent.config import FUSION_METHODS
-from retrievalagent.retrieval._types import Hit
+from retrievalagent.index import Hit
 
 __all__ = ["FusedHit", "Fuser", "make_fuser"]
 

@@ -21,7 +21,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
-from retrievalagent._inputs import check_top_k, clean_question
+from retrievalagent._inputs import MAX_TOP_K, check_top_k, clean_question
 from retrievalagent.retrieval._fusion import FusedHit
 from retrievalagent.retrieval._searcher import HybridSearcher, to_source
 
@@ -86,7 +86,7 @@ class HybridRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     searcher: HybridSearcher
-    top_k: int = Field(default=5, ge=1)
+    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K)
     filter: dict[str, Any] | None = None
     #: longer queries are refused, as by the agent's own search (``max_question_chars``)
     max_query_chars: int = Field(default_factory=lambda: _default_max_question_chars(), ge=1)

@@ -1,8 +1,10 @@
-"""Hybrid search over one index: dense and BM25 searches, and their fusion.
+"""Hybrid search over one index: dense and BM25 searches, and the ranking after them.
 
 The graph calls the two searches as separate nodes (dense runs in parallel with memory
 recall; BM25 waits for it), and :meth:`HybridSearcher.search` chains them for callers who
-just want passages (``as_retriever``, benchmarks).
+just want passages (``search``, ``as_retriever``, benchmarks). Both then hand the two
+lists to :meth:`HybridSearcher.rank` (fusion, payloads, rerank, the cut to ``top_k``), and
+both size a search with one :class:`SearchPlan`, so the two paths cannot rank differently.
 """
 
 from __future__ import annotations
@@ -12,20 +14,22 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain_core.embeddings import Embeddings
 
+from retrievalagent.index import Condition, Hit, LexicalEncoder, Sparse, VectorIndex, parse_filter
 from retrievalagent.retrieval._fusion import FusedHit, Fuser
-from retrievalagent.retrieval._index import VectorIndex
-from retrievalagent.retrieval._lexical import LexicalEncoder
 from retrievalagent.retrieval._rerank import Reranker
-from retrievalagent.retrieval._types import Condition, Hit, Sparse, parse_filter
+from retrievalagent.trace import RerankEvent
 
-__all__ = ["HybridSearcher", "QueryEmbedder", "to_source"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["HybridSearcher", "QueryEmbedder", "Ranked", "SearchPlan", "Sizes", "to_source"]
 
 logger = logging.getLogger("retrievalagent")
 
@@ -141,9 +145,63 @@ def to_source(hit: FusedHit | Hit) -> dict[str, Any]:
     return source
 
 
+def _best(search: Callable[[int], list[Hit]], limit: int) -> list[Hit]:
+    """The ``limit`` best hits of ``search`` (which returns the n best), equal scores in id
+    order, whatever the engine's order among them.
+
+    An engine cuts a run of equal scores at an arbitrary place (another build of the same
+    documents keeps other hits), so when the scores still tie past the cut, it is asked for
+    more until they stop tying; the cut is then made in (score, id) order.
+    """
+    asked = limit + 1
+    while True:
+        hits = sorted(search(asked), key=lambda h: (-h.score, h.id))
+        if len(hits) < asked or hits[-1].score < hits[limit - 1].score:
+            return hits[:limit]
+        asked *= 2
+
+
+class Sizes(TypedDict, total=False):
+    """What one search may set instead of the searcher's own (``None``: the searcher's)."""
+
+    fetch_k: int | None
+    rerank_k: int | None
+    memory_weight: float | None
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The sizes of one search and the recalled terms it adds to BM25: what a call sets,
+    the rest from the searcher (:meth:`HybridSearcher.plan`)."""
+
+    query: str
+    top_k: int
+    fetch_k: int
+    rerank_k: int
+    memory_terms: str = ""
+    memory_weight: float = 1.0
+
+    @property
+    def depth(self) -> int:
+        """Candidates each search returns: ``fetch_k``, or ``top_k`` when that is more
+        (fewer could not fill it)."""
+        return max(self.fetch_k, self.top_k)
+
+
+@dataclass
+class Ranked:
+    """The passages of one search, best first, and how the ranking went."""
+
+    hits: list[FusedHit]
+    #: the ``rerank`` trace event (None without a reranker)
+    rerank: RerankEvent | None
+    fuse_ms: float
+    payload_ms: float
+
+
 @dataclass(eq=False)
 class HybridSearcher:
-    """Dense + BM25 search over ``index`` and fusion of the two lists.
+    """Dense + BM25 search over ``index`` and the ranking of the two lists.
 
     The two searches ask the index for ids and scores only when it says that pays
     (``VectorIndex.search_without_payloads``: the embedded index, where loading ``fetch_k``
@@ -158,6 +216,8 @@ class HybridSearcher:
     fetch_k: int
     reranker: Reranker | None = None
     rerank_k: int = 20
+    #: weight of recalled memory terms in the BM25 query (``Settings.memory_term_weight``)
+    memory_weight: float = 1.0
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
@@ -167,19 +227,40 @@ class HybridSearcher:
 
         return core_schema.is_instance_schema(cls)
 
-    def candidates_for(self, top_k: int) -> int:
-        """How many fused passages to take before the final cut to ``top_k``."""
-        return max(top_k, self.rerank_k) if self.reranker is not None else top_k
+    def plan(
+        self, query: str, top_k: int, memory_terms: str = "", **given: Unpack[Sizes]
+    ) -> SearchPlan:
+        """One search of ``query`` for ``top_k`` passages: the sizes and weight ``given``
+        (a call's own), else this searcher's."""
+        fetch_k, rerank_k = given.get("fetch_k"), given.get("rerank_k")
+        weight = given.get("memory_weight")
+        return SearchPlan(
+            query,
+            top_k,
+            self.fetch_k if fetch_k is None else fetch_k,
+            self.rerank_k if rerank_k is None else rerank_k,
+            memory_terms,
+            self.memory_weight if weight is None else weight,
+        )
 
-    def rerank(self, query: str, hits: Sequence[FusedHit]) -> tuple[list[FusedHit], dict[str, Any]]:
-        """``hits`` (with payloads) with their first ``rerank_k`` reordered by the reranker,
-        and the trace event of that step (``{}`` without a reranker). A reranker that
-        raises leaves the fused order; the event then carries the ``error``."""
+    def candidates_for(self, top_k: int, rerank_k: int | None = None) -> int:
+        """How many fused passages to take before the final cut to ``top_k``."""
         if self.reranker is None:
-            return list(hits), {}
-        start = time.perf_counter()
-        head, rest = list(hits[: self.rerank_k]), list(hits[self.rerank_k :])
-        event: dict[str, Any] = {
+            return top_k
+        return max(top_k, self.rerank_k if rerank_k is None else rerank_k)
+
+    def rerank(
+        self, query: str, hits: Sequence[FusedHit], rerank_k: int | None = None
+    ) -> tuple[list[FusedHit], RerankEvent | None]:
+        """``hits`` (with payloads) with their first ``rerank_k`` (default: the searcher's)
+        reordered by the reranker, and the trace event of that step (None without a
+        reranker). A reranker that raises leaves the fused order; the event then carries
+        the ``error``."""
+        if self.reranker is None:
+            return list(hits), None
+        start, k = time.perf_counter(), self.rerank_k if rerank_k is None else rerank_k
+        head, rest = list(hits[:k]), list(hits[k:])
+        event: RerankEvent = {
             "node": "rerank",
             "reranker": self.reranker.name,
             "candidates": len(head),
@@ -193,12 +274,10 @@ class HybridSearcher:
                 ranked += [h for h in head if h.id not in seen]
         except Exception as exc:
             logger.warning("reranker %s failed, fused order kept: %s", self.reranker.name, exc)
-            event.update(
-                error=" ".join(str(exc).split())[:500] or type(exc).__name__,
-                error_type=type(exc).__name__,
-                fallback="fused_order",
-                ms=round((time.perf_counter() - start) * 1e3, 3),
-            )
+            event["error"] = " ".join(str(exc).split())[:500] or type(exc).__name__
+            event["error_type"] = type(exc).__name__
+            event["fallback"] = "fused_order"
+            event["ms"] = round((time.perf_counter() - start) * 1e3, 3)
             return list(hits), event
         for fused_rank, hit in enumerate(head, 1):
             hit.extra["fused_rank"] = fused_rank
@@ -216,7 +295,10 @@ class HybridSearcher:
         limit: int | None = None,
     ) -> list[Hit]:
         """Nearest chunks (payloads only if the index cannot leave them out)."""
-        return self.index.dense_search(vector, limit or self.fetch_k, conditions, **self._payloads)
+        return _best(
+            lambda n: self.index.dense_search(vector, n, conditions, **self._payloads),
+            limit or self.fetch_k,
+        )
 
     @property
     def _payloads(self) -> dict[str, bool]:
@@ -241,7 +323,10 @@ class HybridSearcher:
     ) -> list[Hit]:
         """Best BM25 matches for the question (plus recalled memory terms)."""
         vector = self.lexical_query(query, memory_terms, memory_weight)
-        return self.index.sparse_search(vector, limit or self.fetch_k, conditions, **self._payloads)
+        return _best(
+            lambda n: self.index.sparse_search(vector, n, conditions, **self._payloads),
+            limit or self.fetch_k,
+        )
 
     def coverage(self, query: str, memory_terms: str = "", memory_weight: float = 1.0) -> float:
         """Share (by weight) of the BM25 query's terms that occur somewhere in the corpus."""
@@ -255,7 +340,7 @@ class HybridSearcher:
         )
         return present / total
 
-    # -- fusion ----------------------------------------------------------------------------
+    # -- ranking ---------------------------------------------------------------------------
     def fuse(
         self,
         dense: Sequence[Hit],
@@ -297,38 +382,72 @@ class HybridSearcher:
             out.append(hit)
         return out[:top_k]
 
+    def rank(
+        self,
+        plan: SearchPlan,
+        dense: Sequence[Hit],
+        lexical: Sequence[Hit],
+        question: str | None = None,
+    ) -> Ranked:
+        """The ranking of one search's two lists, the one that :meth:`search`,
+        :meth:`asearch` and the graph's ``fuse`` node all use: fusion (weighing the
+        recalled terms as the BM25 query did), the winners' payloads, the reranker's order
+        of the first ``rerank_k`` (judged against ``question``, default the query), then
+        the first ``top_k``.
+
+        The fusion is that of the first ``fetch_k`` of each list, whatever ``top_k`` is,
+        so asking for more passages never reorders the ones a smaller ``top_k`` gives;
+        lists deeper than that (a ``top_k`` beyond ``fetch_k``) continue it with the
+        fusion of the whole lists."""
+        start = time.perf_counter()
+        wanted, k = self.candidates_for(plan.top_k, plan.rerank_k), plan.fetch_k
+        terms = (plan.query, plan.memory_terms, plan.memory_weight)
+        fused = self.fuse(dense[:k], lexical[:k], wanted, *terms)
+        if len(dense) > k or len(lexical) > k:
+            known = {h.id for h in fused}
+            deeper = self.fuse(dense, lexical, wanted, *terms)
+            fused = [*fused, *(h for h in deeper if h.id not in known)][: 2 * wanted]
+        fused_at = time.perf_counter()
+        hits = self.with_payloads(fused, wanted)
+        loaded_at = time.perf_counter()
+        hits, event = self.rerank(question or plan.query, hits, plan.rerank_k)
+        return Ranked(
+            hits[: plan.top_k],
+            event,
+            fuse_ms=(fused_at - start) * 1e3,
+            payload_ms=(loaded_at - fused_at) * 1e3,
+        )
+
     def search(
         self,
         query: str,
         top_k: int,
         filter: Mapping[str, Any] | None = None,
         memory_terms: str = "",
+        **given: Unpack[Sizes],
     ) -> tuple[list[FusedHit], dict[str, float]]:
-        """Fused passages for ``query`` and the time each step took (ms)."""
+        """The ``top_k`` passages for ``query`` and the time each step took (ms); the
+        sizes and the memory terms' weight are the searcher's unless ``given``."""
+        plan = self.plan(query, top_k, memory_terms, **given)
         conditions = self.conditions(filter)
         t0 = time.perf_counter()
         vector = self.embedder.embed(query)
         t1 = time.perf_counter()
-        dense = self.dense_hits(vector, conditions)
+        dense = self.dense_hits(vector, conditions, plan.depth)
         t2 = time.perf_counter()
-        lexical = self.lexical_hits(query, memory_terms, conditions)
+        lexical = self.lexical_hits(query, memory_terms, conditions, plan.memory_weight, plan.depth)
         t3 = time.perf_counter()
-        wanted = self.candidates_for(top_k)
-        fused = self.fuse(dense, lexical, wanted, query, memory_terms)
-        t4 = time.perf_counter()
-        fused = self.with_payloads(fused, wanted)
-        t5 = time.perf_counter()
-        fused, event = self.rerank(query, fused)
+        ranked = self.rank(plan, dense, lexical)
         timings = {
             "embed_ms": (t1 - t0) * 1e3,
             "dense_ms": (t2 - t1) * 1e3,
             "lexical_ms": (t3 - t2) * 1e3,
-            "fuse_ms": (t4 - t3) * 1e3,
-            "payload_ms": (t5 - t4) * 1e3,
+            "fuse_ms": ranked.fuse_ms,
+            "payload_ms": ranked.payload_ms,
         }
-        if event:
-            timings["rerank_ms"] = event["ms"]
-        return fused[:top_k], timings
+        if ranked.rerank:
+            timings["rerank_ms"] = ranked.rerank["ms"]
+        return ranked.hits, timings
 
     async def asearch(
         self,
@@ -336,16 +455,17 @@ class HybridSearcher:
         top_k: int,
         filter: Mapping[str, Any] | None = None,
         memory_terms: str = "",
+        **given: Unpack[Sizes],
     ) -> list[FusedHit]:
+        """Async :meth:`search` (the passages only): the two searches run side by side."""
+        plan = self.plan(query, top_k, memory_terms, **given)
         conditions = self.conditions(filter)
         vector = await self.embedder.aembed(query)
         dense, lexical = await asyncio.gather(
-            asyncio.to_thread(self.dense_hits, vector, conditions),
-            asyncio.to_thread(self.lexical_hits, query, memory_terms, conditions),
+            asyncio.to_thread(self.dense_hits, vector, conditions, plan.depth),
+            asyncio.to_thread(
+                self.lexical_hits, query, memory_terms, conditions, plan.memory_weight, plan.depth
+            ),
         )
-        wanted = self.candidates_for(top_k)
-        fused = self.fuse(dense, lexical, wanted, query, memory_terms)
-        fused = await asyncio.to_thread(self.with_payloads, fused, wanted)
-        if self.reranker is not None:
-            fused, _ = await asyncio.to_thread(self.rerank, query, fused)
-        return fused[:top_k]
+        ranked = await asyncio.to_thread(self.rank, plan, dense, lexical)
+        return ranked.hits

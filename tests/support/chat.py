@@ -61,10 +61,13 @@ def system_text(messages: Sequence[BaseMessage]) -> str:
 
 
 def kind_of(messages: Sequence[BaseMessage]) -> str:
-    """Which role a model call plays, from its system prompt: title, rewrite, grade or answer."""
+    """Which role a model call plays, from its system prompt: title, rewrite, grade, memory
+    (facts about the user, drawn from what they said) or answer."""
     system = system_text(messages)
     if system.startswith("Name a conversation"):
         return "title"
+    if system.startswith("Read what a user wrote"):
+        return "memory"
     if system.startswith("A search over the user's documents"):
         return "rewrite"
     if system.startswith("You check an answer"):
@@ -99,15 +102,19 @@ class ScriptedChatModel(BaseChatModel):
             of the prompt, or an Exception instance, raised instead.
         grades: Structured outputs for ``with_structured_output`` calls, in order (the last
             repeats): dicts or models, functions of the prompt giving one, or exceptions.
+        facts: The same for the calls that draw facts about the user from what they said
+            (conversation memory); by default none are found.
         chunk_chars: How many characters each streamed chunk carries.
     """
 
     replies: list[Any] = Field(default_factory=lambda: ["Scripted answer [1]."])
     grades: list[Any] = Field(default_factory=lambda: [dict(GRADE)])
+    facts: list[Any] = Field(default_factory=lambda: [{"facts": []}])
     chunk_chars: int = 4
     _calls: list[ModelCall] = PrivateAttr(default_factory=list)
     _reply_index: int = PrivateAttr(default=0)
     _grade_index: int = PrivateAttr(default=0)
+    _facts_index: int = PrivateAttr(default=0)
 
     @property
     def _llm_type(self) -> str:
@@ -125,8 +132,8 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def grade_prompts(self) -> list[list[BaseMessage]]:
-        """The prompts of the structured-output calls, in order."""
-        return [c.messages for c in self._calls if c.structured]
+        """The prompts of the grading calls (structured output), in order."""
+        return [c.messages for c in self._calls if c.structured and c.kind == "grade"]
 
     def inputs(self, kind: str) -> list[list[BaseMessage]]:
         """The prompts of the calls of one role (see ``kind_of``; structured calls: "grade")."""
@@ -171,6 +178,9 @@ class ScriptedChatModel(BaseChatModel):
     def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
         def grade(messages: Any) -> Any:
             msgs = list(messages.to_messages() if hasattr(messages, "to_messages") else messages)
+            if kind_of(msgs) == "memory":
+                self._calls.append(ModelCall("memory", msgs, structured=True))
+                return _as_schema(self._next(self.facts, "_facts_index", msgs), schema)
             self._calls.append(ModelCall("grade", msgs, structured=True))
             return _as_schema(self._next(self.grades, "_grade_index", msgs), schema)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +45,19 @@ class Condition:
     value: Any
 
 
+def _bounds(key: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A range's bounds, each a finite number: a string would fail deep in the engine, and
+    NaN compares false with everything, so its range would silently match nothing."""
+    for bound, value in spec.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ConfigError(
+                f"filter {key!r}: {bound} must be a number, got {type(value).__name__} {value!r}"
+            )
+        if not math.isfinite(value):
+            raise ConfigError(f"filter {key!r}: {bound} must be a finite number, got {value!r}")
+    return dict(spec)
+
+
 def parse_filter(spec: Mapping[str, Any] | None) -> list[Condition]:
     """Conditions from a metadata filter such as ``{"lang": "en", "year": {"gte": 2020}}``.
 
@@ -67,7 +82,7 @@ def parse_filter(spec: Mapping[str, Any] | None) -> list[Condition]:
                 raise ConfigError(
                     f"filter {key!r}: a range accepts the keys gt, gte, lt, lte, got {sorted(value)}"
                 )
-            conditions.append(Condition(path, "range", dict(value)))
+            conditions.append(Condition(path, "range", _bounds(key, value)))
         elif isinstance(value, list | tuple | set | frozenset):
             items = list(value)
             if not items or not all(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from retrievalagent.errors import VectorIndexError
-from retrievalagent.retrieval._index import (
+from retrievalagent.index._base import (
     DENSE,
     IS_STAGED,
     SPARSE,
@@ -24,7 +24,7 @@ from retrievalagent.retrieval._index import (
     DenseBatch,
     Payloads,
 )
-from retrievalagent.retrieval._types import Condition, Hit, Sparse
+from retrievalagent.index._types import Condition, Hit, Sparse
 
 __all__ = ["Dialect", "hit", "records"]
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import qdrant_edge as qe
 
-from retrievalagent.retrieval._types import Sparse
+from retrievalagent.index._types import Sparse
 
 __all__ = ["MEMORY_META_WORDS", "LexicalEncoder"]
 

@@ -29,8 +29,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from retrievalagent.errors import IndexLockedError, VectorIndexError
-from retrievalagent.retrieval._dialect import Dialect, hit, records
-from retrievalagent.retrieval._index import (
+from retrievalagent.index._base import (
     DENSE,
     SPARSE,
     STAGED,
@@ -40,7 +39,8 @@ from retrievalagent.retrieval._index import (
     Embedding,
     Payloads,
 )
-from retrievalagent.retrieval._types import Condition, Hit, Sparse
+from retrievalagent.index._dialect import Dialect, hit, records
+from retrievalagent.index._types import Condition, Hit, Sparse
 
 __all__ = ["EDGE_CONFIG", "EdgeIndex"]
 

@@ -10,18 +10,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from retrievalagent.aliases._finder import AliasProposal
-from retrievalagent.retrieval._lexical import LexicalEncoder
+from retrievalagent.index import LexicalEncoder
 
-__all__ = ["AliasFact", "alias_fact", "new_alias_fact"]
+__all__ = ["SearchFact", "new_search_fact", "search_fact_text"]
 
 
-def alias_fact(alias: str, canonical: str) -> str:
-    """The wording of a learned alias (parsed back by nothing: it is read by people and BM25)."""
+def search_fact_text(alias: str, canonical: str) -> str:
+    """The wording of a learned alias as a search fact (parsed back by nothing: it is read
+    by people and BM25)."""
     return f'"{alias}" is called "{canonical}" in these documents'
 
 
 @dataclass(frozen=True)
-class AliasFact:
+class SearchFact:
     """A search fact to store: its text, the question word it explains, and how sure."""
 
     text: str
@@ -29,13 +30,13 @@ class AliasFact:
     confidence: float
 
 
-def new_alias_fact(
+def new_search_fact(
     proposal: AliasProposal | None,
     encoder: LexicalEncoder,
     *,
     known_aliases: Sequence[str] = (),
     memory_terms: str = "",
-) -> AliasFact | None:
+) -> SearchFact | None:
     """The fact for ``proposal``, or None when there is none or memory already explains it
     (``known_aliases``: question words recalled facts cover; ``memory_terms``: the corpus
     terms they point to)."""
@@ -49,6 +50,6 @@ def new_alias_fact(
         # Remembered already, or its corpus term is the one a recalled fact already
         # points to ("dealer" -> "vehicle" on a turn "car" -> "vehicle" answered).
         return None
-    return AliasFact(
-        alias_fact(proposal.alias, proposal.canonical), proposal.alias, proposal.confidence
+    return SearchFact(
+        search_fact_text(proposal.alias, proposal.canonical), proposal.alias, proposal.confidence
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from retrievalagent.retrieval._types import Condition, Hit, Sparse
+from retrievalagent.index._types import Condition, Hit, Sparse
 
 __all__ = [
     "DENSE",

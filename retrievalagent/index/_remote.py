@@ -15,8 +15,7 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient, models
 
 from retrievalagent.errors import VectorIndexError
-from retrievalagent.retrieval._dialect import Dialect, hit, records
-from retrievalagent.retrieval._index import (
+from retrievalagent.index._base import (
     DENSE,
     SPARSE,
     STAGED,
@@ -25,7 +24,8 @@ from retrievalagent.retrieval._index import (
     Embedding,
     Payloads,
 )
-from retrievalagent.retrieval._types import Condition, Hit, Sparse
+from retrievalagent.index._dialect import Dialect, hit, records
+from retrievalagent.index._types import Condition, Hit, Sparse
 
 __all__ = ["ServerIndex"]
 

@@ -1,0 +1,316 @@
+"""Conversation memory records: what is kept of an exchange, and of an imported history.
+
+One record is one *exchange*: a message of the user (or of another speaker) and a short
+form of the assistant's reply that followed it. It keeps the conversation (``thread_id``
+and its title), the time it was said, and ``sources``: the metadata of the messages it was
+drawn from, in order (for the agent's own turns, their message ids and roles). Secrets are
+masked before anything is stored (``memory._secrets``).
+
+A record's key is derived from its thread and its messages, so importing the same history
+twice stores it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from retrievalagent.memory._secrets import mask_secrets
+from retrievalagent.memory._temporal import iso, parse_time
+
+__all__ = [
+    "EARLIER",
+    "ConversationRecord",
+    "Said",
+    "exchange_records",
+    "fact_key",
+    "mentions_self",
+    "said_by_user",
+    "said_in",
+    "said_of",
+    "short_reply",
+    "source_of",
+]
+
+#: Longest message text kept in one exchange (characters; the rest is cut).
+MAX_SAID_CHARS = 2000
+#: Longest form of the assistant's reply kept beside the user's message.
+MAX_REPLY_CHARS = 240
+_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
+_SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer"})
+_CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
+#: How an offline answer quotes what the user said before (never stored back as said).
+EARLIER = "(Earlier{day} you said: “{statement}”)"
+_QUOTED_EARLIER = re.compile(r"\s*\(Earlier[^()“”]* you said: “[^”]*”\)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# First person: what a user says about themselves ("my cluster", "I run", "we moved").
+_SELF = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|our|ours|us)\b", re.I
+)
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message of a conversation, as memory reads it."""
+
+    role: Literal["user", "assistant"]
+    content: str
+    name: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    @property
+    def speaker(self) -> str:
+        return self.name or self.role
+
+
+@dataclass
+class ConversationRecord:
+    """One conversation memory to write: an exchange, or a fact drawn from exchanges.
+
+    ``key`` makes two records the same memory: an exchange's comes from its thread and
+    messages; a fact's from its subject (a newer fact on a subject replaces the older,
+    which stays in the new one's ``history``).
+    """
+
+    text: str
+    user_id: str
+    thread_id: str = ""
+    at: str = ""
+    title: str = ""
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    message_ids: list[str] = field(default_factory=list)
+    #: What the people said, without the assistant's reply: what recall embeds (the
+    #: reply's words still count for BM25, which indexes ``text``).
+    said: str = ""
+    #: Who spoke in it besides the user and the assistant (``name`` of the messages).
+    speakers: list[str] = field(default_factory=list)
+    #: "exchange"; "fact" (a fact about the user, checked); "extract": the messages for a
+    #: backend that draws its own facts from them (mem0 with its LLM)
+    form: Literal["exchange", "fact", "extract"] = "exchange"
+    subject: str = ""
+    key: str = ""
+    masked: int = 0  # secrets replaced before storing
+    #: The messages as said (secrets masked), for a backend that extracts its own facts.
+    messages: list[dict[str, str]] = field(default_factory=list)
+
+    def value(self, written: str) -> dict[str, Any]:
+        """The record as a store item's value (without its vector)."""
+        return {
+            "text": self.text,
+            "kind": "conversation",
+            "form": self.form,
+            "subject": self.subject,
+            "thread_id": self.thread_id,
+            "title": self.title,
+            "at": self.at,
+            "written": written,
+            "sources": self.sources,
+            "message_ids": self.message_ids,
+            "said": self.said or self.text,
+            "speakers": self.speakers,
+        }
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # LangChain content blocks
+        parts = [c if isinstance(c, str) else c.get("text", "") for c in content]
+        return " ".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def said_of(message: Any, position: int) -> Said | None:
+    """A LangChain message or an OpenAI-style dict as a ``Said`` (None for system and tool
+    messages, which are not something a person said); ``ValueError`` naming ``position``
+    for anything else."""
+    if isinstance(message, Mapping):
+        role = str(message.get("role") or "")
+        content, name = message.get("content"), message.get("name")
+        metadata, ident = message.get("metadata"), message.get("id")
+    elif hasattr(message, "type") and hasattr(message, "content"):
+        role, content, name = str(message.type), message.content, getattr(message, "name", None)
+        extra = getattr(message, "additional_kwargs", None) or {}
+        metadata, ident = extra.get("metadata"), getattr(message, "id", None)
+    else:
+        raise ValueError(
+            f"message {position} must be a LangChain message or a dict with 'role' and "
+            f"'content', not {type(message).__name__}"
+        )
+    if role in _SKIPPED_ROLES:
+        return None
+    if role not in _ROLES:
+        raise ValueError(
+            f"message {position} has role {role!r}; accepted: user, assistant (human, ai), "
+            "or system/tool (skipped)"
+        )
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise ValueError(
+            f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
+        )
+    _check_json(metadata, position)
+    if content is not None and not isinstance(content, str | list):
+        # None: an assistant message that only calls tools (OpenAI exports have them)
+        raise ValueError(
+            f"message {position}'s content must be text or a list of content blocks, "
+            f"not {type(content).__name__}"
+        )
+    text = " ".join(_text(content).split())
+    if not text:
+        return None
+    return Said(
+        role=_ROLES[role],  # type: ignore[arg-type]
+        content=text,
+        name=str(name or "").strip(),
+        metadata=dict(metadata or {}),
+        id=str(ident or ""),
+    )
+
+
+def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
+    """Metadata is kept as JSON by every backend: what is not JSON is refused up front,
+    not stored by one backend and failing another."""
+    try:
+        json.dumps(metadata)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"message {position}'s metadata is not JSON ({exc})") from None
+
+
+def said_in(messages: Any) -> list[Said]:
+    """A conversation's messages as ``Said`` (system and tool messages skipped);
+    ``ValueError`` naming what is wrong: not a list, a bad message, nothing said."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise ValueError(
+            "messages must be a list of LangChain messages or of dicts with 'role' and "
+            f"'content', not {type(messages).__name__}"
+        )
+    said = [s for i, m in enumerate(messages) if (s := said_of(m, i)) is not None]
+    if not said:
+        raise ValueError("messages hold no text from the user or the assistant")
+    return said
+
+
+def short_reply(text: str, limit: int = MAX_REPLY_CHARS) -> str:
+    """The reply's first sentences, citations dropped, within ``limit`` characters."""
+    text = _QUOTED_EARLIER.sub("", _CITATION.sub("", " ".join(text.split())))
+    if len(text) <= limit:
+        return text
+    out = ""
+    for sentence in _SENTENCE_END.split(text):
+        if out and len(out) + len(sentence) + 1 > limit:
+            break
+        out = f"{out} {sentence}".strip()
+    return out if len(out) <= limit else out[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _units(said: Sequence[Said]) -> list[list[Said]]:
+    """A unit starts at each message not by the assistant; the replies that follow join it."""
+    units: list[list[Said]] = []
+    for message in said:
+        if message.role == "assistant" and units:
+            units[-1].append(message)
+        else:
+            units.append([message])
+    return units
+
+
+def _line(message: Said) -> str:
+    if message.role == "assistant":
+        return f"{message.speaker}: {short_reply(message.content)}"
+    return f"{message.speaker}: {message.content[:MAX_SAID_CHARS]}"
+
+
+def source_of(message: Said) -> dict[str, Any]:
+    """What a memory keeps of a message it came from: the message's metadata as given;
+    for a message without metadata, its id and role (the agent's own turns)."""
+    if message.metadata or not message.id:
+        return dict(message.metadata)
+    return {"message_id": message.id, "role": message.role}
+
+
+def _key(prefix: str, *parts: Any) -> str:
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{prefix}{digest[:32]}"
+
+
+def exchange_records(
+    said: Sequence[Said],
+    *,
+    user_id: str,
+    thread_id: str = "",
+    at: datetime | str | None = None,
+    title: str = "",
+) -> list[ConversationRecord]:
+    """The exchanges of one conversation, each with its sources, secrets masked.
+
+    A message without an id is known by its thread, its words and ``at`` when one is
+    given: the same history imported twice without a time is stored once."""
+    when = iso(parse_time(at))
+    dated = when if at is not None else ""
+    title = mask_secrets(title)[0]
+    records = []
+    for unit in _units(said):
+        text, masked = mask_secrets("\n".join(_line(m) for m in unit))
+        people = "\n".join(_line(m) for m in unit if m.role != "assistant")
+        messages = [
+            {"role": m.role, "content": mask_secrets(m.content[:MAX_SAID_CHARS])[0]}
+            | ({"name": m.name} if m.name else {})
+            for m in unit
+        ]
+        ids = [m.id for m in unit]
+        identity = ids if all(ids) else [(m.role, m.name, m.content) for m in unit]
+        records.append(
+            ConversationRecord(
+                text=text,
+                user_id=user_id,
+                thread_id=thread_id,
+                at=when,
+                title=title,
+                sources=[source_of(m) for m in unit],
+                message_ids=[i for i in ids if i],
+                key=_key("x", thread_id, dated if not all(ids) else "", identity),
+                masked=masked,
+                messages=messages,
+                said=mask_secrets(people)[0],
+                speakers=list(
+                    dict.fromkeys(m.name for m in unit if m.name and m.role != "assistant")
+                ),
+            )
+        )
+    return records
+
+
+def fact_key(subject: str) -> str:
+    """The key of a fact about the user: one item per subject."""
+    return _key("f", subject)
+
+
+def said_by_user(memory_text: str) -> str:
+    """What the user stated about themselves in a stored exchange: their sentences with
+    "I", "my", "we"... that are not questions ("" when there are none)."""
+    kept = []
+    for line in re.split(r"\n| / ", memory_text):
+        speaker, _, content = line.partition(": ")
+        if not content or speaker.strip() == "assistant":
+            continue
+        for sentence in _SENTENCE_END.split(content):
+            sentence = sentence.strip()
+            if sentence and not sentence.endswith("?") and _SELF.search(sentence):
+                kept.append(sentence)
+    return " ".join(kept)
+
+
+def mentions_self(texts: Iterable[str]) -> bool:
+    """Whether the user stated something about themselves (worth a fact-extraction call):
+    a sentence with "I", "my", "we"... that is not a question ("How do I ...?" is not)."""
+    return any(
+        _SELF.search(sentence) and not sentence.rstrip().endswith("?")
+        for text in texts
+        for sentence in _SENTENCE_END.split(text)
+    )

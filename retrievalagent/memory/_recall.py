@@ -1,0 +1,245 @@
+"""What one turn recalls: the backend's answer, checked, gated and bounded.
+
+``MemoryReader.read`` is the one call the graph's ``read_memory`` node (and
+``RetrievalAgent.recall``) makes. It asks the backend for the three kinds of memory and
+decides what of it the turn uses:
+
+* search facts recalled by their alias always, by similarity when it reaches
+  ``memory_relevance_threshold``; their corpus terms go into the BM25 query;
+* every stated preference (newest per subject);
+* conversation memories from other conversations whose relevance (their similarity and
+  the share of the question's word weight they hold, mixed, see ``memory._hybrid``)
+  reaches ``conversation_relevance_threshold``, or that were said in the time the question
+  points to; at most ``conversation_top_k`` of them, within ``conversation_max_chars``.
+
+Whatever a backend returns is checked first (a hit without text or a finite score is
+dropped, scores are clamped to [0, 1], texts are put on one line and cut), and a memory
+that would appear twice (the same text under two ids, or a fact also recalled as said) is
+kept once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from retrievalagent.index import LexicalEncoder
+from retrievalagent.memory._base import (
+    CONVERSATION,
+    PREFERENCE,
+    MemoryBackend,
+    MemoryHit,
+    Recall,
+    RecallRequest,
+)
+from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
+from retrievalagent.memory._temporal import parse_time, time_ref
+
+__all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
+
+#: Longest recalled memory text injected into search and the prompt (longer ones are cut).
+MAX_MEMORY_CHARS = 1000
+#: Longest conversation memory shown to the model (characters; cut at a word).
+MAX_SAID_CHARS = 400
+
+
+@dataclass(frozen=True)
+class ReadPolicy:
+    """The gates and bounds of recall (from ``Settings``)."""
+
+    fact_threshold: float = 0.7
+    fact_limit: int = 5
+    max_preferences: int = 20
+    conversations: bool = True
+    conversation_threshold: float = 0.15
+    conversation_limit: int = 5
+    conversation_chars: int = 2000
+
+
+@dataclass
+class Recollection:
+    """What a turn recalled, kind by kind, and what the trace reports about it."""
+
+    facts: list[MemoryHit] = field(default_factory=list)
+    preferences: list[MemoryHit] = field(default_factory=list)
+    conversations: list[MemoryHit] = field(default_factory=list)
+    #: The recalled facts' corpus terms, for the BM25 query.
+    terms: str = ""
+    scanned: int = 0
+    best_score: float | None = None
+    best_similarity: float | None = None
+    best_conversation: float | None = None
+    malformed: int = 0
+    #: Why nothing was kept ("below_threshold", "no_memories"), else "".
+    skipped: str = ""
+    today: str = ""
+
+    @property
+    def kept(self) -> list[MemoryHit]:
+        return [*self.facts, *self.preferences, *self.conversations]
+
+
+def alias_of(hit: MemoryHit) -> str:
+    """The alias a recalled fact explains (as stored, else read off a quoted mapping)."""
+    if hit.kind != "search_fact":
+        return ""
+    return str(hit.metadata.get("alias") or "") or mapping_alias(hit.text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _usable(raw: Any, max_chars: int = MAX_MEMORY_CHARS) -> tuple[list[MemoryHit], int]:
+    """What a backend recalled, minus malformed hits (no finite score, no text, wrong
+    types); scores clamped to [0, 1], texts on one line and cut. Returns the hits, in
+    order, and how many were dropped."""
+    if not isinstance(raw, list | tuple):
+        return [], 1
+    usable: list[MemoryHit] = []
+    for hit in raw:
+        try:
+            score = float(hit.score)
+            text = hit.text if isinstance(hit.text, str) else ""
+            if hit.kind == CONVERSATION:  # an exchange's speakers stay apart on one line
+                text = " / ".join(line.strip() for line in text.splitlines() if line.strip())
+            text = _one_line(text)[:max_chars]
+            meta = hit.metadata if isinstance(hit.metadata, dict) else {}
+            usable_hit = dataclasses.replace(
+                hit, id=str(hit.id), text=text, score=min(1.0, max(0.0, score)), metadata=meta
+            )
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            continue
+        if math.isfinite(score) and text:
+            usable.append(usable_hit)
+    return usable, len(raw) - len(usable)
+
+
+def _said_text(hit: MemoryHit) -> str:
+    """A conversation memory as the prompt shows it (already on one line), cut."""
+    text = hit.text
+    if len(text) > MAX_SAID_CHARS:
+        text = text[:MAX_SAID_CHARS].rsplit(" ", 1)[0] + " …"
+    return text
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+class MemoryReader:
+    """Recall for one agent: builds the request, asks the backend, selects what is used."""
+
+    def __init__(self, memory: MemoryBackend, encoder: LexicalEncoder, policy: ReadPolicy) -> None:
+        self.memory = memory
+        self.encoder = encoder
+        self.policy = policy
+
+    def request(
+        self,
+        question: str,
+        user_id: str,
+        *,
+        thread_id: str = "",
+        seen: Collection[str] = (),
+        now: datetime | str | None = None,
+        limit: int | None = None,
+    ) -> RecallRequest:
+        """What to ask the backend for ``question`` (``now``: when it is asked)."""
+        policy = self.policy
+        when = parse_time(now, "now")
+        return RecallRequest(
+            query=question,
+            user_id=user_id,
+            limit=limit or policy.fact_limit,
+            keys=question_keys(self.encoder, question),
+            max_preferences=policy.max_preferences,
+            conversations=(limit or policy.conversation_limit) * 3 if policy.conversations else 0,
+            thread_id=thread_id,
+            seen=frozenset(seen),
+            time=time_ref(question, when),
+        )
+
+    def read(self, request: RecallRequest, limit: int | None = None) -> Recollection:
+        """Ask the backend and select what the turn uses (``limit``: at most that many
+        conversation memories instead of the policy's)."""
+        return self.select(self.memory.recall(request), limit)
+
+    async def aread(self, request: RecallRequest, limit: int | None = None) -> Recollection:
+        return self.select(await self.memory.arecall(request), limit)
+
+    # -- selection ---------------------------------------------------------------------------
+    def select(self, recall: Recall, limit: int | None = None) -> Recollection:
+        """The memories this turn uses, from a backend's ``recall`` (checked first)."""
+        bad = 0
+        if not isinstance(recall, Recall):
+            recall, bad = Recall(), 1
+        facts, bad_facts = _usable(recall.facts)
+        preferences, bad_preferences = _usable(recall.preferences)
+        said, bad_said = _usable(recall.conversations, max_chars=4 * MAX_SAID_CHARS)
+        facts = sorted(
+            (h for h in facts if h.kind not in (PREFERENCE, CONVERSATION)), key=lambda h: -h.score
+        )
+        preferences = [h for h in preferences if h.kind == PREFERENCE]
+        said = [h for h in said if h.kind == CONVERSATION]
+        kept = [h for h in facts if h.score >= self.policy.fact_threshold]
+        kept, preferences = _once(kept), _once(preferences, [*kept])
+        conversations = self._conversations(said, [*kept, *preferences], limit)
+        similarities = [h.similarity for h in facts if h.similarity is not None]
+        out = Recollection(
+            facts=kept,
+            preferences=preferences,
+            conversations=conversations,
+            terms=self._terms(kept),
+            scanned=recall.scanned if isinstance(recall.scanned, int) else 0,
+            best_score=round(facts[0].score, 4) if facts else None,
+            best_similarity=round(max(similarities), 4) if similarities else None,
+            best_conversation=round(max(h.score for h in said), 4) if said else None,
+            malformed=bad + bad_facts + bad_preferences + bad_said,
+        )
+        if not out.kept:
+            out.skipped = "below_threshold" if facts or said else "no_memories"
+        return out
+
+    def _conversations(
+        self, said: Sequence[MemoryHit], already: Sequence[MemoryHit], limit: int | None
+    ) -> list[MemoryHit]:
+        """Relevant enough (or said in the question's time window), each once, within the
+        count and the size bounds, in the order recall ranked them."""
+        policy = self.policy
+        relevant = [h for h in said if h.in_window or h.score >= policy.conversation_threshold]
+        # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
+        kept, budget = [], policy.conversation_chars if limit is None else math.inf
+        for hit in _once(relevant, already):
+            text = _said_text(hit)
+            if len(text) > budget:
+                break
+            budget -= len(text)
+            kept.append(dataclasses.replace(hit, text=text))
+            if len(kept) >= (limit or policy.conversation_limit):
+                break
+        return kept
+
+    def _terms(self, facts: Sequence[MemoryHit]) -> str:
+        targets = [fact_targets(self.encoder, h.text, alias_of(h)) for h in facts]
+        return " ".join(dict.fromkeys(" ".join(targets).split()))
+
+
+def _once(hits: Sequence[MemoryHit], already: Sequence[MemoryHit] = ()) -> list[MemoryHit]:
+    """Each memory once: by id and by text (the same words stored twice, or recalled as a
+    fact and again as said), the first kept."""
+    seen_ids = {h.id for h in already}
+    seen_texts = {_norm(h.text) for h in already}
+    out = []
+    for hit in hits:
+        text = _norm(hit.text)
+        if hit.id in seen_ids or text in seen_texts:
+            continue
+        seen_ids.add(hit.id)
+        seen_texts.add(text)
+        out.append(hit)
+    return out

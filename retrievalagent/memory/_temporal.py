@@ -1,0 +1,259 @@
+"""When a question points in time: "yesterday", "last week", "in March", "two sessions ago".
+
+Recall puts the memories said within the window a question names before the others (see
+``memory._hybrid``), so "what did I say about the printer last week?" finds last week's
+exchange about the printer rather than a better worded one from June. A few documented
+English phrasings are understood, relative to the time the question is asked, in that
+time's zone; anything else gives no window and recall ranks by relevance alone.
+
+Times are stored and compared as UTC ISO strings of one fixed shape (``iso``), so a window
+test is a string comparison.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+
+__all__ = ["TimeRef", "iso", "parse_time", "time_ref"]
+
+_MONTHS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        1,
+    )
+    for name in names
+}
+# Full names only: "sun", "sat" and "wed" are words too.
+_WEEKDAYS = {
+    name: i
+    for i, name in enumerate(
+        ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    )
+}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+    "several": 4,
+}
+_COUNT = (
+    r"(?P<n>\d{1,3}|a couple of|a few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+)
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")"
+_WEEKDAY = r"(?P<weekday>" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")"
+
+
+@dataclass(frozen=True)
+class TimeRef:
+    """A window ``[start, end)`` as UTC ISO strings, or a count of sessions back (1 = the
+    latest conversation before this one)."""
+
+    start: str = ""
+    end: str = ""
+    sessions_back: int = 0
+
+    @property
+    def window(self) -> tuple[str, str] | None:
+        return (self.start, self.end) if self.start else None
+
+
+def iso(moment: datetime) -> str:
+    """``moment`` as the one UTC string shape memories are stored and compared with (a
+    naive time counts as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def parse_time(value: datetime | str | None, what: str = "at") -> datetime:
+    """A datetime from a datetime, an ISO 8601 string or None (now), timezone-aware."""
+    if value is None:
+        return datetime.now(timezone.utc)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = datetime.fromisoformat(
+                text.replace("Z", "+00:00") if text.endswith("Z") else text
+            )
+        except ValueError:
+            raise ValueError(
+                f"{what}={value!r} is not an ISO 8601 date or time (e.g. '2026-03-14T09:30:00+01:00')"
+            ) from None
+    if not isinstance(value, datetime):
+        raise TypeError(
+            f"{what} must be a datetime or an ISO 8601 string, not {type(value).__name__}"
+        )
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def _days(now: datetime, first: date, last: date) -> TimeRef:
+    """The days ``first`` to ``last`` (inclusive) in ``now``'s zone, as a window."""
+    zone = now.tzinfo
+    start = datetime.combine(first, time.min, tzinfo=zone)
+    end = datetime.combine(last + timedelta(days=1), time.min, tzinfo=zone)
+    return TimeRef(iso(start), iso(end))
+
+
+def _month(now: datetime, year: int, month: int) -> TimeRef:
+    first = date(year, month, 1)
+    after = date(year + month // 12, month % 12 + 1, 1)
+    return _days(now, first, after - timedelta(days=1))
+
+
+def _count(text: str) -> int:
+    return int(text) if text.isdigit() else _NUMBERS.get(text, 1)
+
+
+def _relative_days(now: datetime, text: str) -> TimeRef | None:
+    today = now.date()
+    if re.search(r"\bthe day before yesterday\b", text):
+        return _days(now, today - timedelta(days=2), today - timedelta(days=2))
+    if re.search(r"\byesterday\b", text):
+        return _days(now, today - timedelta(days=1), today - timedelta(days=1))
+    if re.search(r"\b(?:earlier )?today\b|\bthis morning\b", text):
+        return _days(now, today, today)
+    if m := re.search(rf"\b{_COUNT} days? ago\b", text):
+        n = _count(m.group("n"))
+        return _days(now, today - timedelta(days=n + 1), today - timedelta(days=max(n - 1, 0)))
+    if re.search(r"\bthe other day\b|\brecently\b|\ba few days ago\b", text):
+        return _days(now, today - timedelta(days=10), today)
+    return None
+
+
+def _relative_weeks(now: datetime, text: str) -> TimeRef | None:
+    today = now.date()
+    monday = today - timedelta(days=today.weekday())
+    if re.search(r"\blast week\b|\bprevious week\b|\ba week ago\b", text):
+        return _days(now, monday - timedelta(days=7), today - timedelta(days=1))
+    if re.search(r"\bthis week\b", text):
+        return _days(now, monday, today)
+    if m := re.search(rf"\b{_COUNT} weeks? ago\b", text):
+        n = _count(m.group("n"))
+        centre = today - timedelta(days=7 * n)
+        return _days(now, centre - timedelta(days=4), centre + timedelta(days=3))
+    if m := re.search(rf"\b(?:on |last |this past )?{_WEEKDAY}\b", text):
+        back = (today.weekday() - _WEEKDAYS[m.group("weekday")]) % 7 or 7
+        day = today - timedelta(days=back)
+        return _days(now, day, day)
+    return None
+
+
+# Parts of a month: (first day, last day; 0 = the month's last day).
+_PARTS = [
+    (r"(?:the )?(?:start|beginning) of|early", (1, 10)),
+    (r"mid-?|(?:the )?middle of", (10, 20)),
+    (r"(?:the )?end of|late", (20, 0)),
+    (r"(?:the )?first half of", (1, 15)),
+    (r"(?:the )?second half of", (16, 0)),
+    (r"(?:the )?first week of", (1, 7)),
+    (r"(?:the )?second week of", (8, 14)),
+    (r"(?:the )?third week of", (15, 21)),
+    (r"(?:the )?last week of", (-7, 0)),
+]
+
+
+def _last_past(now: datetime, month: int) -> int:
+    """The year of the latest ``month`` not after ``now``'s month."""
+    return now.year if month <= now.month else now.year - 1
+
+
+def _month_part(now: datetime, text: str) -> TimeRef | None:
+    """"early March", "mid-January", "the end of May", "the last week of November"."""
+    for words, (first, last) in _PARTS:
+        if m := re.search(rf"\b(?:{words}) ?{_MONTH}\b", text):
+            month = _MONTHS[m.group("month")]
+            year = _last_past(now, month)
+            length = (date(year + month // 12, month % 12 + 1, 1) - date(year, month, 1)).days
+            start = first if first > 0 else length + first + 1
+            return _days(now, date(year, month, start), date(year, month, last or length))
+    return None
+
+
+def _months(now: datetime, text: str) -> TimeRef | None:
+    today = now.date()
+    if re.search(r"\blast month\b|\bprevious month\b|\ba month ago\b", text):
+        year, month = (today.year, today.month - 1) if today.month > 1 else (today.year - 1, 12)
+        return _month(now, year, month)
+    if re.search(r"\bthis month\b", text):
+        return _month(now, today.year, today.month)
+    if m := re.search(rf"\b{_COUNT} months? ago\b", text):  # give or take half a month
+        centre = today - timedelta(days=round(30.4 * _count(m.group("n"))))
+        return _days(now, centre - timedelta(days=15), centre + timedelta(days=15))
+    if m := re.search(rf"\b(?:in |during |back in |last ){_MONTH}\b", text):
+        month = _MONTHS[m.group("month")]
+        year = _last_past(now, month)
+        if m.group(0).startswith("last ") and month == today.month:
+            year -= 1
+        return _month(now, year, month)
+    if re.search(r"\blast year\b", text):
+        return _days(now, date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))
+    return None
+
+
+def _sessions(text: str) -> TimeRef | None:
+    if re.search(
+        r"\b(?:last|previous) (?:time|session|conversation|chat)\b|\blast time we (?:talked|spoke)\b",
+        text,
+    ):
+        return TimeRef(sessions_back=1)
+    if m := re.search(rf"\b{_COUNT} (?:sessions|conversations|chats) ago\b", text):
+        return TimeRef(sessions_back=_count(m.group("n")))
+    return None
+
+
+def _dated(now: datetime, text: str) -> TimeRef | None:
+    if m := re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text):
+        try:
+            day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return None
+        return _days(now, day, day)
+    m = re.search(rf"\b{_MONTH} (?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b", text) or re.search(
+        rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH}\b", text
+    )
+    if m:
+        month, day_of_month = _MONTHS[m.group("month")], int(m.group("d"))
+        year = now.year if (month, day_of_month) <= (now.month, now.day) else now.year - 1
+        try:
+            day = date(year, month, day_of_month)
+        except ValueError:
+            return None
+        return _days(now, day, day)
+    return None
+
+
+def time_ref(question: str, now: datetime) -> TimeRef | None:
+    """The time ``question`` points to, relative to ``now``; None when it names none."""
+    text = " ".join(question.lower().split())
+    # the narrowest reading first: "that Monday at the start of February" is early February
+    for read in (_dated, _month_part, _relative_days, _months, _relative_weeks):
+        if (found := read(now, text)) is not None:
+            return found
+    return _sessions(text)

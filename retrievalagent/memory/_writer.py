@@ -1,0 +1,155 @@
+"""Writing conversation memory: a turn's exchange, an imported history, the facts in them.
+
+The graph's ``write_memory`` node and ``RetrievalAgent.remember`` both come here, so a
+turn the user had with the agent and a history they import are stored alike. The
+exchange is one batched write; the facts (with a chat model, for a store backend: mem0
+extracts its own) are a second plan that reads the subjects already known, asks the
+extractor, checks what it filled (``memory._extract``) and writes what passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from retrievalagent.memory._base import CONVERSATION, MemoryBackend, MemoryHit
+from retrievalagent.memory._conversations import (
+    ConversationRecord,
+    Said,
+    exchange_records,
+    fact_key,
+    mentions_self,
+    source_of,
+)
+from retrievalagent.memory._extract import FactExtractor, checked_facts
+from retrievalagent.memory._plan import IO, Plan, arun, run
+from retrievalagent.memory._secrets import mask_secrets
+from retrievalagent.memory._temporal import iso, parse_time
+
+__all__ = ["ConversationWriter"]
+
+#: User messages shown to the extractor in one call (a long import takes several).
+_MESSAGES_PER_CALL = 20
+
+
+class ConversationWriter:
+    """Turns what was said into conversation memory records and writes them.
+
+    Args:
+        memory: The backend the records go to.
+        extractor: Draws facts about the user from their messages (a chat model); None
+            offline, and for mem0, which extracts its own.
+    """
+
+    def __init__(self, memory: MemoryBackend, extractor: FactExtractor | None = None) -> None:
+        self.memory = memory
+        self.extractor = extractor
+
+    @staticmethod
+    def exchanges(
+        said: Sequence[Said],
+        *,
+        user_id: str,
+        thread_id: str = "",
+        at: datetime | str | None = None,
+        title: str = "",
+    ) -> list[ConversationRecord]:
+        return exchange_records(said, user_id=user_id, thread_id=thread_id, at=at, title=title)
+
+    def store(self, records: list[ConversationRecord]) -> IO:
+        """Writing ``records`` (one batch) as an I/O step; it gives the stored hits."""
+        memory = self.memory
+        return IO(
+            lambda: memory.add_conversations(records),
+            lambda: memory.aadd_conversations(records),
+        )
+
+    def store_now(self, records: list[ConversationRecord]) -> list[MemoryHit]:
+        return self.memory.add_conversations(records)
+
+    async def astore_now(self, records: list[ConversationRecord]) -> list[MemoryHit]:
+        return await self.memory.aadd_conversations(records)
+
+    def store_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
+        """Run :meth:`facts` with blocking calls."""
+        return run(self.facts(said, **where))
+
+    async def astore_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
+        return await arun(self.facts(said, **where))
+
+    def wants_facts(self, said: Sequence[Said]) -> bool:
+        """Whether ``facts`` would extract anything: there is an extractor (the agent's
+        model, or the backend's own) and the user said something about themselves."""
+        extracts = self.extractor is not None or self.memory.extracts_facts
+        return extracts and mentions_self(m.content for m in said if m.role == "user")
+
+    def facts(
+        self,
+        said: Sequence[Said],
+        *,
+        user_id: str,
+        thread_id: str = "",
+        at: datetime | str | None = None,
+        title: str = "",
+    ) -> Plan[list[MemoryHit]]:
+        """Extract, check and store the facts about the user in ``said``."""
+        if not self.wants_facts(said):
+            return []
+        if self.extractor is None:  # the backend extracts: hand it the user's messages
+            records = [self._for_backend(said, user_id, thread_id, at, title)]
+            return list((yield self.store(records)))
+        extractor, memory, when = self.extractor, self.memory, iso(parse_time(at))
+        known = yield IO(lambda: memory.facts_about(user_id), lambda: memory.afacts_about(user_id))
+        subjects = list(dict.fromkeys(str(h.metadata.get("subject") or "") for h in known))
+        subjects = [s for s in subjects if s]
+        mine = [m for m in said if m.role == "user"]
+        stored: list[MemoryHit] = []
+        for start in range(0, len(mine), _MESSAGES_PER_CALL):
+            part = mine[start : start + _MESSAGES_PER_CALL]
+            # the model is shown what would be stored: the messages with secrets masked
+            texts = [mask_secrets(m.content)[0] for m in part]
+            found = yield _extraction(extractor, texts, list(subjects))
+            records = [
+                ConversationRecord(
+                    text=fact.fact,
+                    user_id=user_id,
+                    thread_id=thread_id,
+                    at=when,
+                    title=title,
+                    sources=[source_of(part[t]) for t in fact.turns],
+                    message_ids=[part[t].id for t in fact.turns if part[t].id],
+                    form="fact",
+                    subject=fact.subject,
+                    key=fact_key(fact.subject),
+                )
+                for fact in checked_facts(found, texts)
+            ]
+            if records:
+                stored += yield self.store(records)
+                subjects += [r.subject for r in records if r.subject not in subjects]
+        return [h for h in stored if h.kind == CONVERSATION]
+
+    @staticmethod
+    def _for_backend(
+        said: Sequence[Said], user_id: str, thread_id: str, at: datetime | str | None, title: str
+    ) -> ConversationRecord:
+        """The conversation as one record whose messages the backend extracts facts from."""
+        whole = exchange_records(said, user_id=user_id, thread_id=thread_id, at=at, title=title)
+        return ConversationRecord(
+            text="",
+            user_id=user_id,
+            thread_id=thread_id,
+            at=whole[0].at,
+            title=title,
+            sources=[s for r in whole for s in r.sources],
+            message_ids=[i for r in whole for i in r.message_ids],
+            form="extract",
+            messages=[m for r in whole for m in r.messages],
+        )
+
+
+def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str]) -> IO:
+    return IO(
+        lambda: extractor.extract(texts, subjects), lambda: extractor.aextract(texts, subjects)
+    )

@@ -1,0 +1,174 @@
+"""The conversation-memory development set (issue 21) and the rules its bench relies on.
+
+The shipped set must be sound and match its specs; the checker must catch each kind of
+broken question; the builder must number turns and resolve labels as documented; memory
+units and evidence recall must follow the bench's definitions. All on data in the repo or
+made here: no model, no network, well under a second.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.memory.build_conversations import SpecError, build, parse
+from bench.memory.conversation_bench import evidence_recall, rrf
+from bench.memory.conversations import QUESTION_TYPES, load, problems, units
+
+
+@pytest.fixture(scope="module")
+def data() -> dict[str, Any]:
+    return load()
+
+
+def test_shipped_set_is_sound_and_matches_its_specs(data: dict[str, Any]) -> None:
+    assert problems(data) == []
+    assert build() == data, (
+        "conversations.json is stale: run python -m bench.memory.build_conversations"
+    )
+
+
+def test_shipped_set_has_the_size_and_mix_the_bench_needs(data: dict[str, Any]) -> None:
+    users = data["users"]
+    assert len(users) >= 16
+    assert Counter(u["split"] for u in users) == {
+        "dev": len(users) // 2,
+        "heldout": len(users) // 2,
+    }
+    for user in users:
+        sessions = user["sessions"]
+        assert 6 <= len(sessions) <= 10, user["user_id"]
+        assert all(6 <= len(s["messages"]) <= 16 for s in sessions), user["user_id"]
+        first, last = (datetime.fromisoformat(sessions[i]["at"]) for i in (0, -1))
+        assert 55 <= (last - first).days <= 190, user["user_id"]  # two to six months
+        assert len(user["questions"]) >= 12, user["user_id"]
+        others = {
+            m["name"]
+            for s in sessions
+            for m in s["messages"]
+            if m.get("name", user["name"]) != user["name"]
+        }
+        assert others, f"{user['user_id']} never talks with anyone else"
+    types = Counter(q["type"] for u in users for q in u["questions"])
+    assert sum(types.values()) >= 200
+    assert set(types) == set(QUESTION_TYPES)
+    assert max(types.values()) <= 2 * min(types.values())  # roughly even
+
+
+def _first_question(data: dict[str, Any], uid: str = "maya") -> dict[str, Any]:
+    return next(u for u in data["users"] if u["user_id"] == uid)["questions"][0]
+
+
+def test_checker_names_each_broken_question(data: dict[str, Any]) -> None:
+    broken = copy.deepcopy(data)
+    q = _first_question(broken)
+    q["evidence"] = ["maya-s99-01", "dana-s01-01"]
+    found = problems(broken)
+    assert any("maya-s99-01 is no turn of the set" in p for p in found)
+    assert any("dana-s01-01 belongs to user dana, not maya" in p for p in found)
+
+    early = copy.deepcopy(data)
+    q = _first_question(early)
+    q["asked_at"] = "2024-02-01T12:00:00+01:00"  # before any of maya's sessions
+    found = problems(early)
+    assert "question maya-q01: asked_at is not after the user's last session" in found
+    assert f"question maya-q01: evidence {q['evidence'][0]} is not before asked_at" in found
+
+
+def test_checker_finds_duplicates_missing_split_and_missing_types(data: dict[str, Any]) -> None:
+    broken = copy.deepcopy(data)
+    maya = next(u for u in broken["users"] if u["user_id"] == "maya")
+    maya["sessions"][1]["messages"][0]["metadata"]["turn"] = "maya-s01-01"
+    maya["questions"][1]["asked_at"] = maya["questions"][0]["asked_at"]
+    found = problems(broken)
+    assert "turn maya-s01-01 occurs 2 times" in found
+    assert any(p.startswith("asked_at ") and "of user maya occurs 2 times" in p for p in found)
+
+    unsplit = copy.deepcopy(data)
+    unsplit["users"][0]["split"] = None
+    assert any("split None is not one of" in p for p in problems(unsplit))
+
+    no_speaker = copy.deepcopy(data)
+    for user in no_speaker["users"]:
+        if user["split"] == "heldout":
+            user["questions"] = [q for q in user["questions"] if q["type"] != "speaker"]
+    assert "split heldout: no question of type speaker" in problems(no_speaker)
+
+
+SPEC = """user: zoe
+name: Zoe
+split: dev
+timezone: Europe/Paris
+about: a test person
+
+## 2024-03-30 10:00 | winter time
+U#mine: my cat is called Pompon
+A: A lovely name.
+A: Truly.
+
+## 2024-04-02 09:30 | shared, summer time
+>Ben#bens: I fixed the router
+U: thanks Ben
+line two of Zoe's message
+
+## questions
+? speaker bens @2024-05-01 08:00 | Who fixed the router? | Ben
+? paraphrase mine | What is my pet's name? | Pompon
+"""
+
+
+def test_builder_numbers_turns_names_speakers_and_dates_by_zone(tmp_path: Path) -> None:
+    spec = tmp_path / "zoe.txt"
+    spec.write_text(SPEC)
+    user = parse(spec)
+    first, shared = user["sessions"]
+    assert first["at"] == "2024-03-30T10:00:00+01:00"
+    assert shared["at"] == "2024-04-02T09:30:00+02:00"  # after the switch to summer time
+    assert [m["metadata"]["turn"] for m in first["messages"]] == [
+        "zoe-s01-01",
+        "zoe-s01-02",
+        "zoe-s01-03",
+    ]
+    assert "name" not in first["messages"][0]  # a one-to-one session names nobody
+    assert [m.get("name") for m in shared["messages"]] == ["Ben", "Zoe"]
+    assert shared["messages"][1]["content"] == "thanks Ben\nline two of Zoe's message"
+    speaker_q, paraphrase_q = user["questions"]
+    assert speaker_q["evidence"] == ["zoe-s02-01"]
+    assert speaker_q["asked_at"] == "2024-05-01T08:00:00+02:00"
+    assert paraphrase_q["evidence"] == ["zoe-s01-01"]
+    assert paraphrase_q["asked_at"] > shared["at"]
+
+
+def test_builder_refuses_an_unknown_label_with_file_and_line(tmp_path: Path) -> None:
+    spec = tmp_path / "zoe.txt"
+    spec.write_text(SPEC.replace("? paraphrase mine", "? paraphrase mien"))
+    with pytest.raises(SpecError, match=r"zoe.txt:19: unknown label\(s\) mien"):
+        parse(spec)
+
+
+def test_units_start_at_each_non_assistant_message(tmp_path: Path) -> None:
+    spec = tmp_path / "zoe.txt"
+    spec.write_text(SPEC)
+    cut = units(parse(spec))
+    assert [u.turns for u in cut] == [
+        ("zoe-s01-01", "zoe-s01-02", "zoe-s01-03"),
+        ("zoe-s02-01",),
+        ("zoe-s02-02",),
+    ]
+    assert (
+        cut[0].text == "Zoe: my cat is called Pompon\nAssistant: A lovely name.\nAssistant: Truly."
+    )
+    assert cut[1].text.startswith("Ben: I fixed")
+
+
+def test_evidence_recall_counts_turns_covered_by_the_top_k_hits() -> None:
+    hits = [("a", "b"), ("c",), ("d", "e")]
+    assert evidence_recall(["b", "e"], hits, k=2) == 0.5
+    assert evidence_recall(["b", "e"], hits, k=3) == 1.0
+    assert evidence_recall(["x"], hits, k=3) == 0.0
+    assert rrf([("a",), ("b",)], [("b",), ("c",)])[0] == ("b",)

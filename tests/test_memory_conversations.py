@@ -1,0 +1,1096 @@
+"""Conversation memory, the third kind of long-term memory: what a user said in one
+conversation reaches the prompt of their later ones, dated, and only theirs.
+
+Tried as a new user would, on every backend a user has (``InMemoryStore``, PostgreSQL's
+``PostgresStore`` / ``AsyncPostgresStore``, mem0 ``Memory`` / ``AsyncMemory`` with the offline
+config, the embedded ``memory=True``), sync and async. What is checked is what a user sees:
+the turn's ``memory_context`` and the answer prompt a model receives, what ``recall`` and
+``list_memories`` show, what ``forget`` erases, what reaches the storage itself. The only
+fake is the chat model's words (``ScriptedChatModel``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import MemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from retrievalagent import ConfigError
+from retrievalagent.memory import Mem0Backend
+from retrievalagent.types import Grade
+from tests.faults import FaultPlan, FaultyAsyncMem0, FaultyStore
+from tests.support.chat import ScriptedChatModel, prompt_text, question_of, system_text
+from tests.support.memory import mem0_config
+
+pytestmark = pytest.mark.timeout(240)
+
+#: A tiny corpus about what the example user asks.
+PG_DOCS = [
+    "# Backups\nPostgreSQL backups: pg_dump writes a logical backup of one database; "
+    "pg_basebackup copies the whole cluster for point-in-time recovery with WAL archiving.",
+    "# Upgrades\nTo upgrade a PostgreSQL database to a new major version, run pg_upgrade or "
+    "dump and restore; a minor version only needs the new packages and a restart.",
+    "# Monitoring\nWatch the replication lag and the disk usage of each database server.",
+]
+STATEMENT = "My cluster runs PostgreSQL 13 on Debian 11. How do backups work?"
+#: A model's answer to it, as a real one reads (it names the database).
+REPLY = "Back up the whole cluster with pg_basebackup, or one database with pg_dump [1]."
+FOLLOW_UP = "How should I upgrade my database?"
+SAID = "PostgreSQL 13 on Debian 11"
+#: How the answer prompt introduces what the user said in earlier conversations.
+SECTION = "From this user's earlier conversations"
+
+SYNC_BACKENDS = ["store", "postgres", "mem0", "mem0_async", "memory"]
+ASYNC_BACKENDS = ["store", "postgres", "postgres_async", "mem0", "mem0_async", "memory"]
+
+
+def cfg(user: str, thread: str | None = None, now: Any = None) -> dict[str, Any]:
+    configurable: dict[str, Any] = {"user_id": user}
+    if thread is not None:
+        configurable["thread_id"] = thread
+    if now is not None:
+        configurable["now"] = now
+    return {"configurable": configurable}
+
+
+def day_label(moment: datetime) -> str:
+    """A date as the prompt shows it: ``2026-03-14 (Sat)``."""
+    return moment.strftime("%Y-%m-%d (%a)")
+
+
+def conversation_lines(context: str) -> list[str]:
+    """The dated lines of the conversation section of a memory context."""
+    if SECTION not in context:
+        return []
+    section = context.split(SECTION, 1)[1].split("\n\n", 1)[0]
+    return [line for line in section.splitlines()[1:] if line.startswith("- ")]
+
+
+def said(memories: list[Any]) -> list[Any]:
+    return [m for m in memories if m["kind"] == "conversation"]
+
+
+# -- backends ---------------------------------------------------------------------------------
+@pytest.fixture
+def pg_store(pg_schema_url: str) -> Iterator[Any]:
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(pg_schema_url) as store:
+        store.setup()
+        yield store
+
+
+@pytest.fixture
+def memory_of(request: pytest.FixtureRequest, tmp_path: Path, minilm: Any) -> Callable[..., Any]:
+    """``init_agent`` arguments giving the named memory backend (a fresh one each call,
+    except the PostgreSQL schema of the test)."""
+    made = iter(range(1000))
+    # PostgreSQL is set up before the agents (``build`` asks for this fixture first), so
+    # it is torn down after they are closed and their last writes have landed
+    kind = getattr(getattr(request.node, "callspec", None), "params", {}).get("kind")
+    if kind in ("postgres", "postgres_async"):
+        request.getfixturevalue("pg_store" if kind == "postgres" else "pg_schema_url")
+
+    def make(kind: str) -> dict[str, Any]:
+        if kind == "store":
+            return {"memory_store": InMemoryStore()}
+        if kind == "postgres":
+            return {"memory_store": request.getfixturevalue("pg_store")}
+        if kind == "memory":
+            return {"memory": True}
+        from mem0 import AsyncMemory, Memory
+
+        flavour = AsyncMemory if kind == "mem0_async" else Memory
+        config = mem0_config(tmp_path / f"mem0-{next(made)}", minilm)
+        return {"mem0_memory": flavour.from_config(config)}
+
+    return make
+
+
+@pytest.fixture
+def build(memory_of: Callable[..., Any], make_agent: Callable[..., Any]) -> Callable[..., Any]:
+    """An agent over PG_DOCS with the named memory backend."""
+
+    def factory(kind: str = "store", **kwargs: Any) -> Any:
+        if not any(k in kwargs for k in ("memory_store", "mem0_memory", "memory")):
+            kwargs.update(memory_of(kind))
+        rag = make_agent("conv", **kwargs)
+        rag.add_documents(PG_DOCS)
+        return rag
+
+    return factory
+
+
+@pytest.fixture
+async def abuild(
+    build: Callable[..., Any], request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., Any]]:
+    """``build`` for async tests: ``postgres_async`` is an ``AsyncPostgresStore`` opened on
+    the test's own event loop."""
+    made: list[Any] = []
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def factory(kind: str = "store", **kwargs: Any) -> Any:
+            if kind == "postgres_async":
+                from langgraph.store.postgres import AsyncPostgresStore
+
+                url = request.getfixturevalue("pg_schema_url")
+                store = await stack.enter_async_context(AsyncPostgresStore.from_conn_string(url))
+                await store.setup()
+                kwargs["memory_store"] = store
+            made.append(build(kind, **kwargs))
+            return made[-1]
+
+        yield factory
+        for rag in made:  # the last turn's writes land before the store closes
+            await rag.adrain_background(10)
+
+
+def check_example(second: Any, memories: list[Any], before: datetime) -> None:
+    """Turn 2 of the issue's example carries turn 1's statement, dated today, and the
+    user's memory lists it as a conversation memory of thread 1."""
+    days = {day_label(before), day_label(datetime.now(timezone.utc))}
+    assert second.memory_context.startswith(SECTION), second.memory_context
+    (line,) = [line for line in conversation_lines(second.memory_context) if SAID in line]
+    assert any(line.startswith(f"- [{day}") for day in days), line
+    assert any(f"today is {day}" in second.memory_context for day in days)
+    first = [m for m in said(memories) if m["thread_id"] == "t1"]
+    assert first and SAID in first[0]["text"] and first[0]["form"] == "exchange"
+    assert first[0]["at"][:10] in {d[:10] for d in days}
+
+
+# -- 1. the issue's example -----------------------------------------------------------------
+@pytest.mark.parametrize("kind", SYNC_BACKENDS)
+def test_the_postgresql_13_example_offline(build: Callable[..., Any], kind: str) -> None:
+    rag = build(kind)
+    before = datetime.now(timezone.utc)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    second = rag.invoke(FOLLOW_UP, cfg("alice", "t2"))
+    check_example(second, rag.list_memories("alice"), before)
+    # the offline answer quotes it, as a model would use it
+    assert SAID in second.answer
+
+
+@pytest.mark.parametrize("kind", ASYNC_BACKENDS)
+async def test_the_postgresql_13_example_offline_async(
+    abuild: Callable[..., Any], kind: str
+) -> None:
+    rag = await abuild(kind)
+    before = datetime.now(timezone.utc)
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    second = await rag.ainvoke(FOLLOW_UP, cfg("alice", "t2"))
+    check_example(second, await rag.alist_memories("alice"), before)
+    assert (await rag.adrain_background(10))["failed"] == 0
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres", "mem0"])
+def test_the_example_reaches_the_models_answer_prompt(build: Callable[..., Any], kind: str) -> None:
+    model = ScriptedChatModel(replies=[REPLY, "Run pg_upgrade from PostgreSQL 13 [2]."])
+    rag = build(kind, model=model)
+    before = datetime.now(timezone.utc)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke(FOLLOW_UP, cfg("alice", "t2"))
+    first, second = model.inputs("answer")
+    assert SECTION not in system_text(first)  # nothing was said before turn 1
+    lines = conversation_lines(system_text(second))
+    days = {day_label(before), day_label(datetime.now(timezone.utc))}
+    assert any(SAID in line and line[3:19] in days for line in lines), lines
+
+
+async def test_the_example_reaches_the_answer_prompt_async(build: Callable[..., Any]) -> None:
+    model = ScriptedChatModel(replies=[REPLY, "Run pg_upgrade [2]."])
+    rag = build("mem0_async", model=model)
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    await rag.ainvoke(FOLLOW_UP, cfg("alice", "t2"))
+    assert any(SAID in line for line in conversation_lines(system_text(model.inputs("answer")[1])))
+
+
+# -- 2. remember / aremember -------------------------------------------------------------------
+AT = datetime(2026, 1, 5, 9, 30, tzinfo=timezone(timedelta(hours=1)))
+HISTORY: list[dict[str, Any]] = [
+    {
+        "role": "user",
+        "name": "alice",
+        "content": "The staging cluster runs PostgreSQL 13 on Debian 11.",
+        "metadata": {"slack_ts": "1736065800.000100", "channel": "ops"},
+    },
+    {
+        "role": "assistant",
+        "content": "Noted: staging is on PostgreSQL 13.",
+        "metadata": {"slack_ts": "1736065801.000200"},
+    },
+    {"role": "system", "content": "You are a helpful bot."},  # not something a person said
+    {
+        "role": "user",
+        "name": "sam",
+        "content": "Our nightly backups land in the S3 bucket ops-backups in eu-west-1.",
+        "metadata": {"slack_ts": "1736065802.000300"},
+    },
+]
+
+
+def check_remembered(
+    stored: list[Any], hits: list[Any], again: list[Any], listed: list[Any]
+) -> None:
+    assert len(stored) == 2 and all(m["kind"] == "conversation" for m in stored), stored
+    assert len(listed) == 2
+    best = hits[0]
+    assert best["kind"] == "conversation" and best["thread_id"] == "ops-2026-01-05"
+    assert "PostgreSQL 13" in best["text"] and "alice" in best["text"]
+    assert datetime.fromisoformat(best["at"]) == AT
+    assert 0.0 < best["score"] <= 1.0
+    # the metadata of the messages it came from, in order (the reply included)
+    assert best["sources"] == [HISTORY[0]["metadata"], HISTORY[1]["metadata"]]
+    assert all("S3 bucket" not in h["text"] for h in hits)  # not about the question
+    (sam,) = [m for m in listed if "S3 bucket" in m["text"]]
+    assert sam["sources"] == [HISTORY[3]["metadata"]] and datetime.fromisoformat(sam["at"]) == AT
+    assert again == []  # importing it again stores nothing new
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres", "mem0", "memory"])
+def test_remember_imports_a_conversation_with_its_sources(
+    build: Callable[..., Any], kind: str
+) -> None:
+    rag = build(kind)
+    stored = rag.remember(HISTORY, user_id="alice", thread_id="ops-2026-01-05", at=AT)
+    hits = rag.recall("Which PostgreSQL version does staging run?", user_id="alice")
+    again = rag.remember(HISTORY, user_id="alice", thread_id="ops-2026-01-05", at=AT)
+    check_remembered(stored, hits, again, rag.list_memories("alice"))
+    assert rag.recall("Which PostgreSQL version does staging run?", user_id="bob") == []
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres_async", "mem0_async"])
+async def test_aremember_imports_a_conversation_with_its_sources(
+    abuild: Callable[..., Any], kind: str
+) -> None:
+    rag = await abuild(kind)
+    stored = await rag.aremember(
+        HISTORY, user_id="alice", thread_id="ops-2026-01-05", at=AT.isoformat()
+    )
+    hits = await rag.arecall("Which PostgreSQL version does staging run?", user_id="alice")
+    again = await rag.aremember(HISTORY, user_id="alice", thread_id="ops-2026-01-05", at=AT)
+    check_remembered(stored, hits, again, await rag.alist_memories("alice"))
+
+
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_importing_the_same_history_twice_without_a_thread_or_time_stores_it_once(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """What the CLI's `memory import FILE` does when run twice on one file."""
+    rag = build(kind)
+    first = rag.remember(HISTORY, user_id="alice")
+    assert len(first) == 2
+    assert rag.remember(HISTORY, user_id="alice") == []
+    assert len(rag.list_memories("alice")) == 2
+
+
+def test_remember_takes_langchain_messages(build: Callable[..., Any]) -> None:
+    rag = build("store")
+    messages = [
+        SystemMessage("Be brief."),
+        HumanMessage("Der Drucker im Büro 3 druckt nur noch 日本語 Zeichen 🖨️", id="m-1"),
+        AIMessage("Prüfen Sie den Treiber.", id="m-2"),
+        ToolMessage("driver ok", tool_call_id="call-1"),
+        HumanMessage(
+            [{"type": "text", "text": "Ticket ZX-4411 is about it."}],
+            name="sam",
+            id="m-3",
+            additional_kwargs={"metadata": {"ticket": "ZX-4411"}},
+        ),
+    ]
+    stored = rag.remember(messages, user_id="ünïcode-user", thread_id="drucker")
+    assert [m["sources"] for m in stored] == [
+        [{"message_id": "m-1", "role": "user"}, {"message_id": "m-2", "role": "assistant"}],
+        [{"ticket": "ZX-4411"}],
+    ]
+    (hit, *_) = rag.recall("Welche Zeichen druckt der Drucker?", user_id="ünïcode-user")
+    assert "日本語 Zeichen 🖨️" in hit["text"] and hit["thread_id"] == "drucker"
+    (ticket, *_) = rag.recall("What was ticket ZX-4411 about?", user_id="ünïcode-user")
+    assert "sam: Ticket ZX-4411" in ticket["text"]
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres", "mem0"])
+@pytest.mark.parametrize(
+    ("messages", "at", "problem"),
+    [
+        ("My cluster runs PostgreSQL 13.", None, "must be a list"),
+        ({"role": "user", "content": "hi"}, None, "must be a list"),
+        ([], None, "no text"),
+        ([{"role": "user", "content": "   "}], None, "no text"),
+        ([{"role": "bot", "content": "hi"}], None, "role 'bot'"),
+        ([{"role": "user", "content": "hi"}, 42], None, "message 1"),
+        ([{"role": "user", "content": "hi", "metadata": "ops"}], None, "metadata must be a dict"),
+        ([{"role": "user", "content": "hi"}, {"role": "user", "content": 42}], None, "content"),
+        ([{"role": "user", "content": {"text": "hi"}}], None, "message 0's content"),
+        (
+            [{"role": "user", "content": "hi", "metadata": {"ts": datetime.now(timezone.utc)}}],
+            None,
+            "message 0's metadata.*JSON.*datetime",
+        ),
+        ([{"role": "user", "content": "hi"}], "yesterday", "at='yesterday'"),
+        ([{"role": "user", "content": "hi"}], 20260105, "at must be a datetime"),
+    ],
+)
+def test_remember_refuses_bad_input_naming_the_problem(
+    build: Callable[..., Any], messages: Any, at: Any, problem: str, kind: str
+) -> None:
+    rag = build(kind)
+    with pytest.raises(ConfigError, match=problem):
+        rag.remember(messages, user_id="alice", at=at)
+    assert rag.list_memories("alice") == []  # nothing half-stored
+
+
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [
+        ({"user_id": " alice"}, "user_id=' alice'.*whitespace"),
+        ({"user_id": "alice\n"}, "user_id"),
+        ({"user_id": ""}, "user_id must not be empty"),
+        ({"user_id": None}, "user_id must be a string"),
+        ({"user_id": "alice", "thread_id": "t1 "}, "thread_id='t1 '"),
+    ],
+)
+async def test_padded_or_invalid_ids_are_refused(
+    build: Callable[..., Any], where: dict[str, Any], problem: str
+) -> None:
+    rag = build("store")
+    with pytest.raises(ConfigError, match=problem):
+        rag.remember(HISTORY, **where)
+    with pytest.raises(ConfigError, match=problem.split("=")[0].split(" ")[0]):
+        await rag.aremember(HISTORY, **where)
+    if where.get("thread_id") is None:
+        with pytest.raises(ConfigError, match=problem.split("=")[0].split(" ")[0]):
+            rag.recall("PostgreSQL", user_id=where["user_id"])
+    assert rag.list_memories("alice") == []
+
+
+def test_a_huge_message_is_stored_bounded_and_still_found(build: Callable[..., Any]) -> None:
+    rag = build("store")
+    log = " ".join(f"line {i}: replication slot lag ok" for i in range(40_000))  # ~1.3 MB
+    huge = f"Our primary is PostgreSQL 13 and here is the whole log: {log}"
+    rag.remember([{"role": "user", "content": huge}], user_id="alice", thread_id="log")
+    (stored,) = rag.list_memories("alice")
+    assert len(stored["text"]) < 5_000
+    hit = rag.recall("What is our primary database?", user_id="alice")[0]
+    assert "PostgreSQL 13" in hit["text"] and len(hit["text"]) < 1_000
+    state = rag.invoke("What version is our primary on?", cfg("alice", "t2"))
+    assert "PostgreSQL 13" in state.memory_context and len(state.memory_context) < 2_500
+
+
+# -- 3. recall: every kind, best first, bounded; the time a question names -------------------
+ALIAS_FACT = '"backup copy" is called "backup" in these documents'
+
+
+def teaching_grade(messages: list[Any]) -> Grade:
+    """A grader that learns a preference from one statement and a search fact from one
+    question (any other turn: nothing worth storing)."""
+    question = question_of(messages)
+    if question == "I prefer answers in German.":
+        return Grade(
+            sufficient=True,
+            confidence=0.9,
+            memory_worth_storing=True,
+            memory_kind="preference",
+            memory_key="language",
+            memory_confidence=0.95,
+            memory_fact="Answer in German.",
+        )
+    if "backup copy" in question:
+        return Grade(
+            sufficient=True,
+            confidence=0.9,
+            memory_worth_storing=True,
+            memory_key="backup copy",
+            memory_confidence=0.95,
+            memory_fact=ALIAS_FACT,
+        )
+    return Grade(sufficient=True, confidence=0.9)
+
+
+@pytest.mark.parametrize("kind", ["store", "memory"])
+def test_recall_returns_every_kind_best_first_within_k(
+    build: Callable[..., Any], kind: str
+) -> None:
+    model = ScriptedChatModel(replies=[REPLY], grades=[teaching_grade])
+    rag = build(kind, model=model)
+    rag.invoke("I prefer answers in German.", cfg("alice", "t0"))
+    rag.invoke("How do I take a backup copy of one database?", cfg("alice", "t1"))
+    rag.invoke(STATEMENT, cfg("alice", "t2"))
+    question = "Where should the backup copy of my PostgreSQL 13 cluster go?"
+    hits = rag.recall(question, user_id="alice")
+    kinds = {h["kind"] for h in hits}
+    assert kinds == {"search_fact", "preference", "conversation"}, hits
+    scores = [h["score"] for h in hits]
+    assert scores == sorted(scores, reverse=True)  # no time named: by score alone
+    assert any(SAID in h["text"] for h in hits if h["kind"] == "conversation")
+    assert [h["text"] for h in hits if h["kind"] == "search_fact"] == [ALIAS_FACT]
+    assert len(rag.recall(question, user_id="alice", k=2)) == 2
+    assert rag.recall(question, user_id="alice", k=1) == hits[:1]
+    with pytest.raises(ConfigError, match="k"):
+        rag.recall(question, user_id="alice", k=0)
+    with pytest.raises(ConfigError):
+        rag.recall("   ", user_id="alice")
+    with pytest.raises(ConfigError, match="now='yesterday'"):
+        rag.recall(question, user_id="alice", now="yesterday")
+    with pytest.raises(ConfigError, match="now must be a datetime"):
+        rag.recall(question, user_id="alice", now=20260105)
+    # what recall shows is what the next turn's prompt gets
+    state = rag.invoke(question, cfg("alice", "t3"))
+    assert SAID in state.memory_context and "Answer in German." in state.memory_context
+    assert ALIAS_FACT in state.memory_context
+
+
+NOW = datetime(2026, 3, 18, 15, 0, tzinfo=timezone.utc)  # a Wednesday
+PRINTER = [
+    # two months ago, the best-worded match for the question
+    (NOW - timedelta(days=60), "old", "The printer on floor 2 keeps jamming on double-sided A3."),
+    # last week (Tuesday the 10th), fewer of the question's words
+    (NOW - timedelta(days=8), "last-week", "That printer jammed again, on A3 sheets this time."),
+    (NOW - timedelta(days=1), "yesterday", "Lunch at the canteen was fine."),
+]
+
+
+def remember_printer(rag: Any, user: str = "alice") -> None:
+    for at, thread, text in PRINTER:
+        rag.remember([{"role": "user", "content": text}], user_id=user, thread_id=thread, at=at)
+
+
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_a_question_naming_a_time_recalls_what_was_said_then_first(
+    build: Callable[..., Any], kind: str
+) -> None:
+    rag = build(kind)
+    remember_printer(rag)
+    question = "What did I say last week about the printer jamming on double-sided A3?"
+    undated = rag.recall(question.replace(" last week", ""), user_id="alice", now=NOW)
+    assert undated[0]["thread_id"] == "old"  # better worded: first when no time is named
+    dated = rag.recall(question, user_id="alice", now=NOW)
+    assert dated[0]["thread_id"] == "last-week", dated
+    assert any(h["thread_id"] == "old" for h in dated)  # still there, after it
+    # "two sessions ago": the conversation before the latest one
+    earlier = rag.recall("What did I say two sessions ago?", user_id="alice", now=NOW)
+    assert earlier[0]["thread_id"] == "last-week"
+    # the prompt puts it first too, dated, with today's date to reckon from
+    state = rag.invoke(question, cfg("alice", "t-now", now=NOW.isoformat()))
+    lines = conversation_lines(state.memory_context)
+    assert lines[0].startswith("- [2026-03-10 (Tue)") and "jammed again" in lines[0], lines
+    assert "today is 2026-03-18 (Wed)" in state.memory_context
+    # that turn is the latest conversation now, so "two sessions ago" is yesterday's
+    latest = rag.recall("What did I say two sessions ago?", user_id="alice", now=NOW)
+    assert latest[0]["thread_id"] == "yesterday"
+
+
+async def test_a_time_in_the_question_counts_under_arecall_and_ainvoke(
+    build: Callable[..., Any],
+) -> None:
+    rag = build("mem0_async")
+    for at, thread, text in PRINTER:
+        await rag.aremember(
+            [{"role": "user", "content": text}], user_id="alice", thread_id=thread, at=at
+        )
+    question = "What did I say last week about the printer jamming on double-sided A3?"
+    assert (await rag.arecall(question, user_id="alice", now=NOW))[0]["thread_id"] == "last-week"
+    state = await rag.ainvoke(question, cfg("alice", "t-now", now=NOW))
+    assert "jammed again" in conversation_lines(state.memory_context)[0]
+
+
+def test_a_second_phrasing_recalls_the_same_statement(build: Callable[..., Any]) -> None:
+    rag = build("store")
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke("Is Ruby faster than Python for scripting?", cfg("alice", "t2"))
+    for question in (
+        "Which PostgreSQL version do I run?",
+        "What operating system is my database server on?",
+        "remind me: which postgres release was my cluster on again",
+    ):
+        (best, *_) = rag.recall(question, user_id="alice")
+        assert SAID in best["text"], (question, best)
+
+
+# -- 4. isolation ---------------------------------------------------------------------------
+BOB_SAID = "MySQL 8 on Ubuntu 22.04"
+BOB_STATEMENT = f"Our fleet runs {BOB_SAID}. How do backups work?"
+
+
+def check_isolated(rag: Any, others: list[str], context: str) -> None:
+    """Nothing alice said reaches another user: not their prompt, recall or list."""
+    assert SAID not in context
+    for other in others:
+        assert all(SAID not in h["text"] for h in rag.recall(STATEMENT, user_id=other))
+        assert all(SAID not in m["text"] for m in rag.list_memories(other))
+
+
+@pytest.mark.parametrize("kind", SYNC_BACKENDS)
+def test_another_user_never_sees_a_conversation_memory(
+    build: Callable[..., Any], kind: str
+) -> None:
+    rag = build(kind)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    # ids a store might read as a pattern or a prefix of alice's
+    others = ["bob", "Alice", "alic", "*", "%", "alice.x", "alice/t1"]
+    rag.invoke(BOB_STATEMENT, cfg("bob", "t1"))
+    context = rag.invoke(FOLLOW_UP, cfg("bob", "t2")).memory_context
+    assert BOB_SAID in context  # bob's own, and only his
+    assert SAID not in context
+    for other in others[1:]:
+        assert SECTION not in rag.invoke(FOLLOW_UP, cfg(other, "t2")).memory_context
+    check_isolated(rag, others, "")
+    assert SAID in rag.invoke(FOLLOW_UP, cfg("alice", "t2")).memory_context  # still hers
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres_async", "mem0_async", "memory"])
+async def test_concurrent_turns_of_two_users_never_mix(
+    abuild: Callable[..., Any], kind: str
+) -> None:
+    rag = await abuild(kind)
+    await asyncio.gather(
+        rag.ainvoke(STATEMENT, cfg("alice", "a1")),
+        rag.ainvoke(BOB_STATEMENT, cfg("bob", "b1")),
+    )
+    turns = await asyncio.gather(
+        *(
+            rag.ainvoke(FOLLOW_UP, cfg(user, f"{user}-{i}"))
+            for i in range(2)
+            for user in ("alice", "bob")
+        )
+    )
+    for state, user in zip(turns, ["alice", "bob"] * 2, strict=True):
+        mine, theirs = (SAID, BOB_SAID) if user == "alice" else (BOB_SAID, SAID)
+        assert mine in state.memory_context and theirs not in state.memory_context, user
+    alice, bob = await asyncio.gather(rag.alist_memories("alice"), rag.alist_memories("bob"))
+    assert all(BOB_SAID not in m["text"] for m in alice) and any(SAID in m["text"] for m in alice)
+    assert all(SAID not in m["text"] for m in bob) and any(BOB_SAID in m["text"] for m in bob)
+    assert (await rag.adrain_background(10))["failed"] == 0
+
+
+# -- 5. erasure ---------------------------------------------------------------------------------
+S3_SAID = "the S3 bucket ops-backups"
+S3_STATEMENT = f"Our backups go to {S3_SAID}. How long are backups kept?"
+
+
+def check_forget_thread(erased: int, left: list[Any], bobs: list[Any]) -> None:
+    assert erased >= 1
+    assert left and all(m["thread_id"] != "t1" for m in left)
+    assert any(S3_SAID in m["text"] for m in left)  # the other conversation stays
+    assert any(m["thread_id"] == "t1" for m in bobs)  # bob's conversation "t1" stays
+
+
+@pytest.mark.parametrize("kind", SYNC_BACKENDS)
+def test_forget_erases_one_conversation_then_all(build: Callable[..., Any], kind: str) -> None:
+    rag = build(kind)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke(S3_STATEMENT, cfg("alice", "t2"))
+    rag.invoke(BOB_STATEMENT, cfg("bob", "t1"))
+    erased = rag.forget("alice", thread_id="t1")
+    check_forget_thread(erased, rag.list_memories("alice"), rag.list_memories("bob"))
+    assert all(SAID not in h["text"] for h in rag.recall(STATEMENT, user_id="alice"))
+    assert rag.forget("alice", thread_id="t1") == 0
+    state = rag.invoke(FOLLOW_UP, cfg("alice", "t3"))
+    assert SAID not in state.memory_context
+    everything = len(rag.list_memories("alice"))
+    assert rag.forget("alice") == everything
+    assert rag.list_memories("alice") == []
+    assert rag.recall(S3_STATEMENT, user_id="alice") == []
+    state = rag.invoke("Where do my backups go?", cfg("alice", "t4"))
+    assert S3_SAID not in state.memory_context and SECTION not in state.memory_context
+    assert any(BOB_SAID in m["text"] for m in rag.list_memories("bob"))
+
+
+@pytest.mark.parametrize("kind", ASYNC_BACKENDS)
+async def test_aforget_erases_one_conversation_then_all(
+    abuild: Callable[..., Any], kind: str
+) -> None:
+    rag = await abuild(kind)
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    await rag.ainvoke(S3_STATEMENT, cfg("alice", "t2"))
+    await rag.ainvoke(BOB_STATEMENT, cfg("bob", "t1"))
+    erased = await rag.aforget("alice", thread_id="t1")
+    check_forget_thread(erased, await rag.alist_memories("alice"), await rag.alist_memories("bob"))
+    assert all(SAID not in h["text"] for h in await rag.arecall(STATEMENT, user_id="alice"))
+    state = await rag.ainvoke(FOLLOW_UP, cfg("alice", "t3"))
+    assert SAID not in state.memory_context
+    await rag.aforget("alice")
+    assert await rag.alist_memories("alice") == []
+    state = await rag.ainvoke("Where do my backups go?", cfg("alice", "t4"))
+    assert SECTION not in state.memory_context
+
+
+@pytest.mark.parametrize("kind", ["store", "memory"])
+def test_forgetting_a_conversation_never_erases_a_preference(
+    build: Callable[..., Any], kind: str
+) -> None:
+    model = ScriptedChatModel(replies=[REPLY], grades=[teaching_grade])
+    rag = build(kind, model=model)
+    rag.invoke("I prefer answers in German.", cfg("alice"))  # a turn without a thread
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    kinds = sorted(m["kind"] for m in rag.list_memories("alice"))
+    assert kinds == ["conversation", "conversation", "preference"]
+    for blank in ("", "   "):
+        with pytest.raises(ConfigError, match="thread_id"):
+            rag.forget("alice", thread_id=blank)
+    assert rag.forget("alice", thread_id="t1") == 1
+    kinds = sorted(m["kind"] for m in rag.list_memories("alice"))
+    assert kinds == ["conversation", "preference"]
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_two_processes_over_one_store_see_each_others_writes_and_erasures(
+    make_agent: Callable[..., Any], request: pytest.FixtureRequest, kind: str
+) -> None:
+    """Two agents, each with its own StoreBackend (its own in-process index), as two
+    processes of one deployment would be."""
+    if kind == "store":
+        shared = InMemoryStore()
+        stores = [shared, shared]
+    else:
+        from langgraph.store.postgres import PostgresStore
+
+        url = request.getfixturevalue("pg_schema_url")
+        stack = contextlib.ExitStack()
+        request.addfinalizer(stack.close)
+        stores = [stack.enter_context(PostgresStore.from_conn_string(url)) for _ in range(2)]
+        stores[0].setup()
+    a, b = (make_agent("conv", memory_store=store) for store in stores)
+    a.add_documents(PG_DOCS)
+    question = "Which PostgreSQL version does staging run?"
+    assert b.recall(question, user_id="alice") == []  # b holds alice's (empty) index now
+    a.remember(HISTORY, user_id="alice", thread_id="ops", at=AT)
+    hits = b.recall(question, user_id="alice")
+    assert (
+        hits
+        and "PostgreSQL 13" in hits[0]["text"]
+        and hits[0]["sources"]
+        == [
+            HISTORY[0]["metadata"],
+            HISTORY[1]["metadata"],
+        ]
+    )
+    b.remember([{"role": "user", "content": "Staging moved to Debian 12."}], user_id="alice")
+    assert any(
+        "Debian 12" in h["text"]
+        for h in a.recall("Which Debian does staging run?", user_id="alice")
+    )
+    assert a.forget("alice", thread_id="ops") == 2
+    assert all("PostgreSQL 13" not in h["text"] for h in b.recall(question, user_id="alice"))
+    assert b.forget("alice") == 1
+    assert a.recall("Which Debian does staging run?", user_id="alice") == []
+
+
+# -- 6. secrets -----------------------------------------------------------------------------------
+API_KEY = "sk-proj-Q7x9LmN2pR4tV6wY8zA1bC3dE5fG7hJ9kL0"
+PASSWORD = "hunter22"
+LEAKY = f"my API key is {API_KEY} and the password: {PASSWORD}. Why does pg_dump fail?"
+#: No part of them may be kept: a title cut from the question cuts the key too.
+SECRET_BITS = (API_KEY[:12], API_KEY[-12:], PASSWORD)
+
+
+def leaked(text: str) -> list[str]:
+    return [bit for bit in SECRET_BITS if bit in text]
+
+
+def files_holding(root: Path, *secrets: str) -> list[str]:
+    """Every file under ``root`` whose bytes hold one of ``secrets``."""
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if any(s.encode() in data for s in secrets):
+                found.append(str(path.relative_to(root)))
+    return found
+
+
+def store_items(store: Any) -> str:
+    """Everything a LangGraph store holds, as one JSON text."""
+    items = [
+        it.value
+        for ns in store.list_namespaces(limit=1000)
+        for it in store.search(ns, limit=10_000)
+    ]
+    return json.dumps(items)
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres", "mem0", "memory"])
+def test_secrets_never_reach_memory_or_a_later_prompt(
+    build: Callable[..., Any], memory_of: Callable[..., Any], tmp_path: Path, kind: str
+) -> None:
+
+    def reply(messages: list[Any]) -> str:
+        prompt = prompt_text(messages)
+        if "Memory Extractor" in prompt:  # mem0's own extraction call (memory=True)
+            return '{"memory": []}'
+        if LEAKY in prompt:  # the model repeats the key in its reply, as models do
+            return f"The key {API_KEY} is not the problem; check pg_hba.conf [1]."
+        return "Run pg_upgrade [2]."
+
+    model = ScriptedChatModel(replies=[reply])
+    backend = memory_of(kind)
+    rag = build(kind, model=model, **backend)
+    state = rag.invoke(LEAKY, cfg("sec", "t1"))
+    assert state.events("write_memory")[0]["conversation"]["secrets_masked"] >= 2
+    rag.invoke(FOLLOW_UP, cfg("sec", "t2"))
+    rag.drain_background(10)
+    listed = json.dumps(rag.list_memories("sec"))
+    assert "pg_dump" in listed  # the question is kept, without what it pasted
+    assert leaked(listed) == []
+    (later,) = [prompt_text(p) for p in model.inputs("answer") if FOLLOW_UP in prompt_text(p)]
+    assert "pg_dump" in later and leaked(later) == []
+    # only turn 1's own answer and grade saw them: not the calls that draw facts about the
+    # user from it (the agent's, or mem0's with memory=True)
+    seen = [c for c in model.calls if leaked(prompt_text(c.messages))]
+    assert [(c.kind, LEAKY in prompt_text(c.messages)) for c in seen] == [
+        ("answer", True),
+        ("grade", True),
+    ]
+    recalled = json.dumps(rag.recall("Why does pg_dump fail?", user_id="sec"))
+    assert "pg_dump" in recalled and leaked(recalled) == []
+    if "memory_store" in backend:
+        raw = store_items(backend["memory_store"])
+        assert "pg_dump" in raw and leaked(raw) == []
+    else:
+        memory = rag.memory.memory
+        raw = json.dumps(memory.get_all(filters={"user_id": "sec"}, top_k=1000), default=str)
+        assert "pg_dump" in raw and leaked(raw) == []
+        # nor mem0's files on disk (its vectors' payloads, its history database)
+        assert files_holding(tmp_path, *SECRET_BITS) == []
+
+
+# -- 7. turned off ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["env", "argument"])
+@pytest.mark.parametrize("kind", ["store", "memory"])
+def test_conversation_memory_turned_off_stores_and_recalls_nothing(
+    build: Callable[..., Any],
+    memory_of: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+    kind: str,
+) -> None:
+    backend = memory_of(kind)
+    on = build(kind, **backend)
+    on.remember(HISTORY, user_id="alice", thread_id="before", at=AT)  # said while it was on
+    if how == "env":
+        monkeypatch.setenv("RAG_MEMORY_CONVERSATIONS", "false")
+        off = build(kind, **backend)
+    else:
+        off = build(kind, memory_conversations=False, **backend)
+    before = len(off.list_memories("alice"))
+    off.invoke(STATEMENT, cfg("alice", "t1"))
+    state = off.invoke("Which PostgreSQL version does staging run?", cfg("alice", "t2"))
+    assert SECTION not in state.memory_context
+    assert state.events("write_memory")[0]["conversation"] == {"skipped": "off"}
+    assert len(off.list_memories("alice")) == before  # nothing new stored
+    assert all(m["thread_id"] == "before" for m in off.list_memories("alice"))
+    assert off.recall("Which PostgreSQL version does staging run?", user_id="alice") == []
+    with pytest.raises(ConfigError, match="conversation memory is off"):
+        off.remember(HISTORY, user_id="alice")
+    # what was stored before stays, for an agent that has it on (and forget still erases it)
+    assert off.forget("alice") == before
+
+
+# -- 8. the same thread -----------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_a_turn_of_the_same_thread_is_not_recalled_as_a_memory(
+    build: Callable[..., Any], kind: str
+) -> None:
+    rag = build(kind, checkpointer=MemorySaver())
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    same = rag.invoke(FOLLOW_UP, cfg("alice", "t1"))
+    assert SAID not in same.memory_context  # the thread's history has it already
+    assert len(rag.get_history("t1")) == 4
+    other = rag.invoke(FOLLOW_UP, cfg("alice", "t2"))
+    assert SAID in other.memory_context
+
+
+async def test_a_turn_of_the_same_thread_is_not_recalled_under_ainvoke(
+    build: Callable[..., Any],
+) -> None:
+    rag = build("mem0_async", checkpointer=MemorySaver())
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    assert SAID not in (await rag.ainvoke(FOLLOW_UP, cfg("alice", "t1"))).memory_context
+    assert SAID in (await rag.ainvoke(FOLLOW_UP, cfg("alice", "t2"))).memory_context
+
+
+def test_a_turn_the_thread_no_longer_holds_is_recalled_again(build: Callable[..., Any]) -> None:
+    """Once the thread's history has dropped a turn (FIFO trimming), memory brings it back."""
+    rag = build("store", checkpointer=MemorySaver(), max_thread_messages=2)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke("How do I watch replication lag?", cfg("alice", "t1"))
+    assert all(SAID not in str(m.content) for m in rag.get_history("t1"))
+    assert SAID in rag.invoke(FOLLOW_UP, cfg("alice", "t1")).memory_context
+
+
+# -- 9. failures ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("fault", ["add", "search"])
+def test_a_failing_store_never_fails_the_answer(build: Callable[..., Any], fault: str) -> None:
+    plan = FaultPlan(seed=1)
+    plan.forced = {"add": "ok", "search": "ok", fault: "raise"}
+    rag = build("store", memory_store=FaultyStore(plan))
+    first = rag.invoke(STATEMENT, cfg("alice", "t1"))
+    second = rag.invoke(FOLLOW_UP, cfg("alice", "t2"))
+    assert "pg_dump" in first.answer and "pg_upgrade" in second.answer
+    report = rag.drain_background(10)
+    if fault == "add":
+        assert report["failed"] >= 2 and report["pending"] == 0 and rag.background.errors
+        assert SECTION not in second.memory_context
+    else:
+        assert second.events("read_memory")[0]["skipped"] == "error"
+        assert report["landed"] >= 2
+
+
+async def test_a_failing_mem0_never_fails_an_async_answer(
+    build: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> None:
+    from mem0 import AsyncMemory
+
+    plan = FaultPlan(seed=2)
+    plan.forced = {"add": "raise", "search": "raise"}
+    real = AsyncMemory.from_config(mem0_config(tmp_path / "faulty", minilm))
+    rag = build(mem0_memory=Mem0Backend(FaultyAsyncMem0(real, plan), infer=False))
+    first = await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    assert "pg_dump" in first.answer
+    assert first.events("read_memory")[0]["skipped"] == "error"
+    report = await rag.adrain_background(10)
+    assert report["failed"] >= 1 and report["pending"] == 0
+
+
+async def test_an_ainvoke_cancelled_halfway_loses_no_write_silently(
+    build: Callable[..., Any],
+) -> None:
+    """Ctrl-C while the model answers: nothing half-done is stored, nothing is left
+    pending; the turns before and after are kept."""
+    release = threading.Event()
+
+    def slow(messages: list[Any]) -> str:
+        release.wait(5)
+        return REPLY
+
+    model = ScriptedChatModel(replies=["Use pg_dump [1].", slow, "Run pg_upgrade [2]."])
+    rag = build("mem0_async", model=model)
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    turn = asyncio.create_task(rag.ainvoke("How do I restore a backup?", cfg("alice", "t2")))
+    while not model.inputs("answer")[1:]:
+        await asyncio.sleep(0.01)
+    turn.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    await rag.ainvoke(FOLLOW_UP, cfg("alice", "t3"))
+    report = await rag.adrain_background(10)
+    assert report["pending"] == 0 and report["failed"] == 0
+    threads = {m["thread_id"] for m in said(await rag.alist_memories("alice"))}
+    assert threads == {"t1", "t3"}
+
+
+def test_a_write_still_running_when_asyncio_run_ends_is_not_lost(
+    build: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> None:
+    """A script's ``asyncio.run(rag.ainvoke(...))`` ends (the loop cancels its tasks) while
+    the exchange is still being written: the write ends anyway, and drain counts it."""
+    from mem0 import AsyncMemory
+
+    plan = FaultPlan(seed=3, slow=0.5)
+    plan.forced = {"add": "slow", "search": "ok"}
+    real = AsyncMemory.from_config(mem0_config(tmp_path / "slow", minilm))
+    rag = build(mem0_memory=Mem0Backend(FaultyAsyncMem0(real, plan), infer=False))
+    asyncio.run(rag.ainvoke(STATEMENT, cfg("alice", "t1")))
+    report = rag.drain_background(10)
+    assert report == {"landed": 1, "failed": 0, "pending": 0}
+    assert [m["thread_id"] for m in said(rag.list_memories("alice"))] == ["t1"]
+
+
+# -- 10. facts about the user, with a model ---------------------------------------------------
+UPGRADE = "We upgraded the cluster to PostgreSQL 15 last night. What should I check now?"
+
+
+def fact(subject: str, text: str, *turns: int) -> dict[str, Any]:
+    return {"facts": [{"subject": subject, "fact": text, "turns": list(turns)}]}
+
+
+def facts_of(memories: list[Any]) -> list[Any]:
+    return [m for m in said(memories) if m["form"] == "fact"]
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_a_stated_fact_is_kept_linked_to_its_turn_and_a_newer_one_replaces_it(
+    build: Callable[..., Any], kind: str
+) -> None:
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+        ],
+    )
+    rag = build(kind, model=model, checkpointer=MemorySaver())
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    (first,) = facts_of(rag.list_memories("alice"))
+    assert first["text"] == "Runs PostgreSQL 13 on Debian 11." and first["key"] == "database"
+    # linked to the turn it came from: the user's message of thread t1
+    question_id = rag.get_history("t1")[0].id
+    assert first["sources"] == [{"message_id": question_id, "role": "user"}]
+    assert first["thread_id"] == "t1" and first["history"] == []
+    # recalled as a fact about the user in a later conversation
+    hits = rag.recall("Which PostgreSQL version does my cluster run?", user_id="alice")
+    assert "Runs PostgreSQL 13 on Debian 11." in [h["text"] for h in hits]
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    (newer,) = facts_of(rag.list_memories("alice"))
+    assert newer["text"] == "Runs PostgreSQL 15." and newer["thread_id"] == "t2"
+    (older,) = newer["history"]
+    assert older["text"] == "Runs PostgreSQL 13 on Debian 11." and older["thread_id"] == "t1"
+    # the extractor was told the subject it already knows, to reuse it
+    assert "Known subjects: database" in prompt_text(model.inputs("memory")[1])
+    state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t3"))
+    lines = conversation_lines(state.memory_context)
+    assert any(line.endswith("] Runs PostgreSQL 15.") for line in lines), lines
+    # the replaced fact is not recalled (what was said in t1 still may be, dated)
+    assert all(not line.endswith("] Runs PostgreSQL 13 on Debian 11.") for line in lines)
+
+
+@pytest.mark.parametrize("kind", ["postgres_async"])
+async def test_facts_about_the_user_under_ainvoke(abuild: Callable[..., Any], kind: str) -> None:
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[fact("database", "Runs PostgreSQL 13 on Debian 11.", 0)],
+    )
+    rag = await abuild(kind, model=model)
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    await rag.adrain_background(10)
+    (first,) = facts_of(await rag.alist_memories("alice"))
+    assert first["text"] == "Runs PostgreSQL 13 on Debian 11."
+
+
+def test_a_fact_with_a_number_the_user_never_typed_is_not_stored(
+    build: Callable[..., Any],
+) -> None:
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 14 on Debian 11.", 0),  # the user wrote 13
+            fact("operating system", "Runs Ubuntu 11.", 0),  # a name they never wrote
+        ],
+    )
+    rag = build("store", model=model)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke("I also run Debian 11 on my laptop.", cfg("alice", "t2"))
+    rag.drain_background(10)
+    assert len(model.inputs("memory")) == 2
+    assert facts_of(rag.list_memories("alice")) == []
+    assert len(said(rag.list_memories("alice"))) == 2  # what was said is still kept
+
+
+def test_no_extraction_call_for_plain_questions(build: Callable[..., Any]) -> None:
+    model = ScriptedChatModel(replies=[REPLY])
+    rag = build("store", model=model)
+    for question in (
+        "How do I take a backup of one database?",
+        "How can I watch replication lag?",
+        "What does pg_upgrade do?",
+    ):
+        state = rag.invoke(question, cfg("alice", "t1"))
+        assert state.events("write_memory")[0]["conversation"]["facts"] is False
+    rag.drain_background(10)
+    assert model.inputs("memory") == []
+    assert len(said(rag.list_memories("alice"))) == 3
+
+
+def test_remember_draws_facts_from_an_imported_history(build: Callable[..., Any]) -> None:
+    model = ScriptedChatModel(
+        facts=[fact("database", "The staging cluster runs PostgreSQL 13 on Debian 11.", 0)]
+    )
+    rag = build("store", model=model)
+    stored = rag.remember(HISTORY, user_id="alice", thread_id="ops", at=AT)
+    assert [m["form"] for m in stored] == ["exchange", "exchange", "fact"]
+    (found,) = facts_of(rag.list_memories("alice"))
+    assert found["sources"] == [HISTORY[0]["metadata"]]  # the message it came from
+    assert datetime.fromisoformat(found["at"]) == AT
+    # the model saw only what the user said, not the assistant's reply
+    extraction = prompt_text(model.inputs("memory")[0])
+    assert "Noted: staging" not in extraction and "PostgreSQL 13" in extraction
+
+
+def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
+    build: Callable[..., Any],
+) -> None:
+    """configurable.now with a time zone (a user in Tokyo, early morning): "yesterday" and
+    "today" are that user's, in the turn's prompt as in recall(now=...)."""
+    rag = build("store")
+    tokyo = timezone(timedelta(hours=9))
+    said_at = {
+        "older": datetime(2026, 2, 1, 10, tzinfo=tokyo),
+        "yesterday": datetime(2026, 3, 17, 10, tzinfo=tokyo),  # 01:00 UTC on the 17th
+        "this-morning": datetime(2026, 3, 18, 7, tzinfo=tokyo),  # 22:00 UTC on the 17th
+    }
+    texts = {
+        "older": "The printer toner on floor 2 is low, please order more toner.",
+        "yesterday": "That printer jammed on A3 paper again.",
+        "this-morning": "The coffee machine is fixed.",
+    }
+    for thread, at in said_at.items():
+        rag.remember(
+            [{"role": "user", "content": texts[thread]}], user_id="kenji", thread_id=thread, at=at
+        )
+    now = datetime(2026, 3, 18, 8, tzinfo=tokyo)  # 23:00 UTC on the 17th
+    morning = rag.invoke("What did I say this morning?", cfg("kenji", "t0", now=now))
+    lines = conversation_lines(morning.memory_context)
+    assert lines[0].startswith("- [2026-03-18 (Wed)] user: The coffee machine"), lines
+    question = "What did I say yesterday about the printer toner on floor 2?"
+    assert rag.recall(question, user_id="kenji", now=now)[0]["thread_id"] == "yesterday"
+    state = rag.invoke(question, cfg("kenji", "t", now=now.isoformat()))
+    assert "today is 2026-03-18 (Wed)" in state.memory_context
+    lines = conversation_lines(state.memory_context)
+    assert lines[0].startswith("- [2026-03-17 (Tue)] user: That printer jammed"), lines
+    # what this turn said is remembered at its time (stored in UTC, the same moment)
+    (mine,) = [m for m in rag.list_memories("kenji") if m["thread_id"] == "t"]
+    assert datetime.fromisoformat(mine["at"]) == now
+
+
+@pytest.mark.parametrize(
+    ("metadata", "kind"),
+    [("slack", "store"), ({"ts": datetime(2026, 1, 5, tzinfo=timezone.utc)}, "postgres")],
+)
+def test_metadata_memory_cannot_keep_never_fails_the_answer(
+    build: Callable[..., Any], metadata: Any, kind: str
+) -> None:
+    rag = build(kind)
+    question = HumanMessage(STATEMENT, additional_kwargs={"metadata": metadata})
+    state = rag.invoke({"messages": [question]}, cfg("alice", "t1"))
+    assert "pg_dump" in state.answer
+    assert rag.drain_background(10)["failed"] == 0
+    (kept,) = said(rag.list_memories("alice"))
+    assert SAID in kept["text"] and kept["sources"][0]["role"] == "user"
+
+
+def test_the_prompt_holds_at_most_top_k_memories_within_max_chars(
+    build: Callable[..., Any],
+) -> None:
+    rag = build("store", conversation_top_k=3, conversation_max_chars=700)
+    filler = " ".join(["It restarts the PostgreSQL 13 service and the nightly backup job."] * 6)
+    for day in range(8):  # eight relevant memories, ~400 characters each
+        rag.remember(
+            [
+                {
+                    "role": "user",
+                    "content": f"Day {day}: the cluster failover happened again. {filler}",
+                }
+            ],
+            user_id="alice",
+            thread_id=f"incident-{day}",
+            at=AT + timedelta(days=day),
+        )
+    question = "What happened with the cluster failover?"
+    assert len(rag.recall(question, user_id="alice", k=8)) == 8  # an explicit k counts alone
+    lines = conversation_lines(rag.invoke(question, cfg("alice", "now")).memory_context)
+    assert 1 <= len(lines) <= 3
+    shown = sum(len(line.split("] ", 1)[1]) for line in lines)
+    assert shown <= 700 and all(len(line) < 460 for line in lines)
