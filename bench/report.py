@@ -1329,6 +1329,59 @@ def crash_body(res: dict[str, Any]) -> str:
     return table(("What", "Value"), rows) + note
 
 
+def structure_body(res: dict[str, Any]) -> str:
+    """Issue 22's before/after table of how the package hangs together."""
+    before = res.get("before") or {}
+
+    def largest(found: dict[str, Any], kind: str) -> str:
+        best = (found.get("largest") or {}).get(kind)
+        return f"`{best['name'].rsplit('::', 1)[-1]}` ({best['lines']} lines)" if best else "–"
+
+    def count(value: Any) -> str:
+        return str(len(value)) if isinstance(value, list) else str(value)
+
+    rows = [
+        ("Cycles between subpackages", count(before.get("cycles", "–")), count(res["cycles"])),
+        (
+            "Cross-package private imports",
+            count(before.get("private_imports", "–")),
+            count(res["private_imports"]),
+        ),
+        ("Largest class", largest(before, "class"), largest(res, "class")),
+        ("Largest function", largest(before, "function"), largest(res, "function")),
+        (
+            "`duplicates` pairs",
+            count(before.get("duplicate_pairs", "–")),
+            count(res["duplicate_pairs"]),
+        ),
+        (
+            "Undocumented trace keys",
+            count(before.get("undocumented_trace_keys", "–")),
+            count(res["undocumented_trace_keys"]),
+        ),
+    ]
+    note = f"\n\nBefore: {before['note']}." if before.get("note") else ""
+    return table(("What", f"Before ({before.get('commit', '?')})", "After"), rows) + note
+
+
+def ttft_overhead_body(res: dict[str, Any]) -> str:
+    """What the agent adds to time to first token over an empty graph of its shape."""
+    rows = []
+    for mode in ("separate", "inline"):
+        cells = []
+        for tag in ("before", "after"):
+            runs = res["runs"].get(tag, {}).get(mode)
+            each = (
+                ", ".join(f"{r['agent_over_floor_ms']:.1f}" for r in runs["runs"]) if runs else ""
+            )
+            cells.append(f"{runs['median_agent_over_floor_ms']:.1f} ms ({each})" if runs else "–")
+        rows.append((mode, *cells))
+    return (
+        f"{res['metric']}; budget {res['budget_ms']:.0f} ms p50 with the default (separate) "
+        "grading. Median of the runs (each run).\n\n" + table(("Grading", "Before", "After"), rows)
+    )
+
+
 def others_section(results: dict[str, dict[str, Any]]) -> str:
     out = []
     for name, res in results.items():
@@ -1354,6 +1407,10 @@ def others_section(results: dict[str, dict[str, Any]]) -> str:
             )
         elif name == "ingest_crash":
             body = crash_body(res)
+        elif name == "structure":
+            body = structure_body(res)
+        elif name == "ttft_overhead":
+            body = ttft_overhead_body(res)
         else:
             body = "See the JSON file for the numbers."
         cmd = res.get("command", "")
