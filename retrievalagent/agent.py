@@ -762,6 +762,11 @@ class RetrievalAgent:
             thread = f"imported-{digest.hexdigest()[:16]}"
         else:
             thread = check_id(thread_id, "thread_id")
+            if not thread:  # forget(thread_id="") could never erase it
+                raise ConfigError(
+                    "thread_id must not be empty; leave it out to name the conversation "
+                    "after what was said"
+                )
         where = {
             "user_id": user,
             "thread_id": thread,

@@ -331,6 +331,10 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
         str(_jsonl(tmp_path / "blank.jsonl", [{"role": "user", "content": " "}])): (
             "blank.jsonl line 1: messages hold no text"
         ),
+        # messages a line, then a conversation on line 3: line 3 is named, not line 1
+        str(_jsonl(tmp_path / "mixed.jsonl", good, good, [good])): (
+            "mixed.jsonl line 3: a file holds either one conversation"
+        ),
     }
     for path, problem in cases.items():
         refused = runner.invoke(app, ["memory", "import", path, "--user", "ann", "-c", "notes"])

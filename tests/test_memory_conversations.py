@@ -1094,3 +1094,155 @@ def test_the_prompt_holds_at_most_top_k_memories_within_max_chars(
     assert 1 <= len(lines) <= 3
     shown = sum(len(line.split("] ", 1)[1]) for line in lines)
     assert shown <= 700 and all(len(line) < 460 for line in lines)
+
+
+# -- what a hostile pass found --------------------------------------------------------------
+#: Each pasted secret, and the part of it that must never be kept.
+PASTED = [
+    ("PGPASSWORD=hunter2 psql -h db", "hunter2"),
+    ("export PGPASSWORD='S3cure!pass' first", "S3cure!pass"),
+    ("aws secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY here", "wJalrXUtnFEMI/K7MDENG"),
+    ("my password: correct horse battery staple. Then what?", "horse battery staple"),
+    ('the db password is "correct horse battery staple"', "horse battery staple"),
+    ("postgresql://admin:p@ss@db.example.com:5432/app", "p@ss"),
+    ("postgres://u:ab/cd@db/x", "ab/cd"),
+    ("Authorization: Basic dXNlcjpodW50ZXIy", "dXNlcjpodW50ZXIy"),
+    ("Passwort: hunter2", "hunter2"),
+    ("mot de passe : hunter2", "hunter2"),
+    ("contraseña: hunter2", "hunter2"),
+]
+
+
+@pytest.mark.parametrize(("pasted", "secret"), PASTED)
+def test_common_secret_shapes_are_never_kept(pasted: str, secret: str) -> None:
+    rag = make_offline_store_agent()
+    stored = rag.remember(
+        [{"role": "user", "content": f"{pasted}. Then pg_dump fails"}],
+        user_id="s",
+        thread_id="t",
+    )
+    kept = json.dumps([stored, rag.list_memories("s"), rag.recall("pg_dump fails", user_id="s")])
+    assert "pg_dump" in kept
+    assert secret not in kept
+
+
+def make_offline_store_agent(**kwargs: Any) -> Any:
+    from retrievalagent import init_agent
+
+    return init_agent("hostile", backend_url=":memory:", memory_store=InMemoryStore(), **kwargs)
+
+
+def test_prose_about_passwords_is_kept() -> None:
+    rag = make_offline_store_agent()
+    said = "The password is expired and the token is expired. PostgreSQL 13 on Debian 11."
+    (stored,) = rag.remember([{"role": "user", "content": said}], user_id="p", thread_id="t")
+    assert said in stored["text"]
+
+
+def test_a_secret_in_message_metadata_is_not_kept_but_ids_are() -> None:
+    rag = make_offline_store_agent()
+    key = "sk-proj-abcDEF1234567890abcdefGHIJKLmnopqrstuv"
+    message_id = "msg_AbCdEfGh1234567890IjKlMnOpQrSt"  # random-looking, but an id
+    rag.remember(
+        [
+            {
+                "role": "user",
+                "content": "How do backups work?",
+                "metadata": {"id": message_id, "api_key": key, "note": f"key {key}"},
+            }
+        ],
+        user_id="m",
+        thread_id="t",
+    )
+    (hit,) = rag.recall("backups", user_id="m")
+    assert hit["sources"][0]["id"] == message_id
+    assert key not in json.dumps([hit, rag.list_memories("m")])
+
+
+def test_a_key_at_the_length_limit_is_masked_whole_not_cut_first() -> None:
+    rag = make_offline_store_agent()
+    key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+    for at in (1000, 1985, 1995):  # the key straddles where a long message is cut
+        message = ("word " * 800)[:at] + key + " is my key" + " more" * 300
+        stored = rag.remember(
+            [{"role": "user", "content": message}], user_id="k", thread_id=f"t{at}"
+        )
+        assert not any(key[:10] in s["text"] for s in stored), at
+
+
+def test_what_ends_a_long_message_is_remembered() -> None:
+    """A long paste, then the statement and the question: memory keeps both ends."""
+    rag = make_offline_store_agent(checkpointer=MemorySaver())
+    rag.add_documents(PG_DOCS)
+    filler = "We have five engineers and many dashboards for the web shop. " * 100
+    rag.invoke(filler + STATEMENT, cfg("long", "t1"))
+    state = rag.invoke(FOLLOW_UP, cfg("long", "t2"))
+    assert SAID in state.memory_context
+
+
+def test_an_empty_thread_id_is_refused_as_forget_refuses_it() -> None:
+    rag = make_offline_store_agent()
+    with pytest.raises(ConfigError, match="thread_id must not be empty"):
+        rag.remember([{"role": "user", "content": "hello"}], user_id="v", thread_id="")
+    assert rag.list_memories("v") == []
+
+
+def test_the_same_conversation_imported_at_another_time_is_stored_once() -> None:
+    rag = make_offline_store_agent()
+    conversation = [
+        {"role": "user", "content": "ok"},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "We run PostgreSQL 13."},
+        {"role": "user", "content": "ok"},
+    ]
+    first = rag.remember(conversation, user_id="d", thread_id="x", at="2026-03-14T09:30:00Z")
+    assert len(first) == 3  # "ok" said twice is two exchanges
+    assert rag.remember(conversation, user_id="d", thread_id="x") == []
+    assert rag.remember(conversation, user_id="d", thread_id="x", at="2026-01-01") == []
+    assert len(rag.list_memories("d")) == 3
+
+
+def test_a_turn_asked_again_after_its_reply_was_lost_is_remembered_once() -> None:
+    """A cancelled turn can leave its question in the thread without the reply, after its
+    memory write began; the user asks again: one memory, not two."""
+    from langchain_core.messages import RemoveMessage
+
+    rag = make_offline_store_agent(checkpointer=MemorySaver())
+    rag.add_documents(PG_DOCS)
+    rag.invoke("What is pg_dump?", cfg("c", "t"))
+    rag.invoke(STATEMENT, cfg("c", "t"))
+    rag.drain_background(10)
+    config = cfg("c", "t")
+    reply = rag.graph.get_state(config).values["messages"][-1]
+    assert isinstance(reply, AIMessage)
+    rag.graph.update_state(config, {"messages": [RemoveMessage(id=reply.id)]})
+    rag.invoke(STATEMENT, cfg("c", "t"))  # asked again
+    rag.drain_background(10)
+    said = [m["text"] for m in rag.list_memories("c") if STATEMENT in m["text"]]
+    assert len(said) == 1, said
+    # asking the same words again later in the thread is a new exchange
+    rag.invoke(STATEMENT, cfg("c", "t"))
+    rag.drain_background(10)
+    assert len([m for m in rag.list_memories("c") if STATEMENT in m["text"]]) == 2
+
+
+def test_a_user_message_without_content_is_an_error_naming_it() -> None:
+    rag = make_offline_store_agent()
+    with pytest.raises(ConfigError, match=r"message 1 .*no 'content'"):
+        rag.remember(
+            [{"role": "user", "content": "hello"}, {"role": "user", "content": None}],
+            user_id="n",
+            thread_id="t",
+        )
+    assert rag.list_memories("n") == []
+
+
+def test_a_conversation_from_the_first_millennium_keeps_its_date() -> None:
+    rag = make_offline_store_agent()
+    (stored,) = rag.remember(
+        [{"role": "user", "content": "An old note"}],
+        user_id="y",
+        thread_id="t",
+        at="0001-01-01T00:00:00Z",
+    )
+    assert stored["at"].startswith("0001-01-01T00:00:00")

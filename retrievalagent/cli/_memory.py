@@ -137,9 +137,9 @@ def import_history(
     file: Annotated[
         Path,
         typer.Argument(
-            help="JSON lines of OpenAI-style messages ({\"role\": ..., \"content\": ...}): "
+            help='JSON lines of OpenAI-style messages ({"role": ..., "content": ...}): '
             "one conversation per file, or one per line (a list of messages, or an object "
-            "with \"messages\" and optionally \"thread_id\" and \"at\")."
+            'with "messages" and optionally "thread_id" and "at").'
         ),
     ],
     user: UserOpt,
@@ -204,7 +204,8 @@ def read_conversations(path: Path) -> list[dict[str, Any]]:
             raise ConfigError(f"{path} line {number} is not JSON: {exc.msg}") from None
     if not rows:
         raise ConfigError(f"{path} holds no messages")
-    if all(isinstance(row, dict) and "role" in row for _, row in rows):
+
+    if _one_kind(path, rows):
         # one conversation, a message a line
         messages = [row for _, row in rows]
         return [_checked(path, {"messages": messages}, [number for number, _ in rows])]
@@ -215,10 +216,28 @@ def read_conversations(path: Path) -> list[dict[str, Any]]:
         if not isinstance(row, dict) or not isinstance(row.get("messages"), list):
             raise ConfigError(
                 f"{path} line {number}: expected a message, a list of messages or an object "
-                "with \"messages\""
+                'with "messages"'
             )
         conversations.append(_checked(path, row, [number] * max(1, len(row["messages"]))))
     return conversations
+
+
+def _is_message(row: Any) -> bool:
+    return isinstance(row, dict) and "role" in row
+
+
+def _one_kind(path: Path, rows: list[tuple[int, Any]]) -> bool:
+    """Whether ``rows`` are the messages of one conversation (else each is a
+    conversation); ``ConfigError`` naming the first line of the other kind if mixed."""
+    first_kind = _is_message(rows[0][1])
+    odd = next((number for number, row in rows if _is_message(row) != first_kind), None)
+    if odd is not None:
+        raise ConfigError(
+            f"{path} line {odd}: a file holds either one conversation, a message a line, or a "
+            'conversation a line (a list of messages or an object with "messages"), not both; '
+            f"line {rows[0][0]} is {'a message' if first_kind else 'a conversation'}"
+        )
+    return first_kind
 
 
 def _when(at: Any, what: str) -> None:

@@ -948,8 +948,17 @@ class Nodes:
         writer, user = self.components.writer, state["user_id"]
         if writer is None:
             return {"skipped": "off" if self.components.memory else "no_memory_backend"}, []
-        question = next(
-            (m for m in reversed(state.get("messages") or []) if isinstance(m, HumanMessage)), None
+        history = list(state.get("messages") or [])
+        asked = next(
+            (i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], HumanMessage)),
+            None,
+        )
+        question = history[asked] if asked is not None else None
+        # the reply this turn follows: a turn asked again after a cancelled copy of it
+        # follows the same one, and replaces that copy in memory
+        after = next(
+            (str(m.id or "") for m in reversed(history[: asked or 0]) if isinstance(m, AIMessage)),
+            "",
         )
         said = [s for i, m in enumerate([question, reply]) if m is not None and (s := _said(m, i))]
         if not any(s.role == "assistant" for s in said) or not said:
@@ -960,7 +969,10 @@ class Nodes:
             "title": state.get("title") or "",
             "at": _turn_time(state),
         }
-        records = writer.exchanges(said, **where)
+        # only a kept thread can hold a cancelled turn's question (a titler exists exactly
+        # when a checkpointer keeps threads); elsewhere each turn is its own exchange
+        kept = self.components.titler is not None and bool(where["thread_id"])
+        records = writer.exchanges(said, **where, after=after if kept else None)
         writes = [
             _Write(
                 f"conversation: {state['question'][:60]}",

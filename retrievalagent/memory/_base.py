@@ -382,7 +382,9 @@ class PlannedBackend(ABC):
     async def alist(self, user_id: str) -> builtins.list[MemoryHit]:
         return await arun(self._list(user_id))
 
-    def add_conversations(self, records: builtins.list[ConversationRecord]) -> builtins.list[MemoryHit]:
+    def add_conversations(
+        self, records: builtins.list[ConversationRecord]
+    ) -> builtins.list[MemoryHit]:
         return run(self._add_conversations(records)) if records else []
 
     async def aadd_conversations(

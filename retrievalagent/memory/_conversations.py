@@ -12,6 +12,7 @@ twice stores it once.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from retrievalagent.memory._secrets import mask_secrets
+from retrievalagent.memory._secrets import mask_metadata, mask_secrets
 from retrievalagent.memory._temporal import iso, parse_time
 
 __all__ = [
@@ -155,6 +156,8 @@ def said_of(message: Any, position: int) -> Said | None:
             f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
         )
     _check_json(metadata, position)
+    if content is None and _ROLES[role] == "user":
+        raise ValueError(f"message {position} (from {role!r}) has no 'content'")
     if content is not None and not isinstance(content, str | list):
         # None: an assistant message that only calls tools (OpenAI exports have them)
         raise ValueError(
@@ -223,7 +226,26 @@ def _units(said: Sequence[Said]) -> list[list[Said]]:
 def _line(message: Said) -> str:
     if message.role == "assistant":
         return f"{message.speaker}: {short_reply(message.content)}"
-    return f"{message.speaker}: {message.content[:MAX_SAID_CHARS]}"
+    return f"{message.speaker}: {clip_said(message.content)}"
+
+
+def clip_said(text: str, limit: int = MAX_SAID_CHARS) -> str:
+    """A long message as memory keeps it: its beginning and its end (a pasted log and the
+    question after it, a long story and what it comes to), within ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return f"{text[:half].rstrip()} … {text[-half:].lstrip()}"
+
+
+def _masked(message: Said) -> tuple[Said, int]:
+    """``message`` with the secrets in its words, speaker name and metadata masked (before
+    anything is cut, so no piece of a key survives a cut), and how many were."""
+    content, in_content = mask_secrets(message.content)
+    name, in_name = mask_secrets(message.name)
+    metadata, in_metadata = mask_metadata(message.metadata)
+    masked = dataclasses.replace(message, content=content, name=name, metadata=metadata)
+    return masked, in_content + in_name + in_metadata
 
 
 def source_of(message: Said) -> dict[str, Any]:
@@ -246,25 +268,38 @@ def exchange_records(
     thread_id: str = "",
     at: datetime | str | None = None,
     title: str = "",
+    after: str | None = None,
 ) -> list[ConversationRecord]:
     """The exchanges of one conversation, each with its sources, secrets masked.
 
-    A message without an id is known by its thread, its words and ``at`` when one is
-    given: the same history imported twice without a time is stored once."""
+    An exchange is known by its thread and its place and words in the conversation (by
+    its messages' ids when they all have one), not by its time: importing the same history
+    again, even with another time, stores it once. Outside a thread, ``at`` tells two
+    conversations with the same words apart. A live turn gives ``after``, the id of the
+    reply it follows: asked again after it was cancelled (same words, same place in the
+    thread, new message ids) it replaces its first copy instead of adding a second."""
     when = iso(parse_time(at))
     dated = when if at is not None else ""
     title = mask_secrets(title)[0]
     records = []
-    for unit in _units(said):
+    for place, raw in enumerate(_units(said)):
+        cleaned = [_masked(m) for m in raw]
+        unit = [m for m, _ in cleaned]
         text, masked = mask_secrets("\n".join(_line(m) for m in unit))
+        masked += sum(found for _, found in cleaned)
         people = "\n".join(_line(m) for m in unit if m.role != "assistant")
         messages = [
-            {"role": m.role, "content": mask_secrets(m.content[:MAX_SAID_CHARS])[0]}
-            | ({"name": m.name} if m.name else {})
+            {"role": m.role, "content": clip_said(m.content)} | ({"name": m.name} if m.name else {})
             for m in unit
         ]
-        ids = [m.id for m in unit]
-        identity = ids if all(ids) else [(m.role, m.name, m.content) for m in unit]
+        ids = [m.id for m in raw]
+        words = [(m.role, m.name, m.content) for m in raw if m.role != "assistant"]
+        if after is not None:
+            identity: Any = ["turn", after, words]
+        elif all(ids):
+            identity = ids
+        else:
+            identity = [place, [(m.role, m.name, m.content) for m in raw]]
         records.append(
             ConversationRecord(
                 text=text,
@@ -274,7 +309,7 @@ def exchange_records(
                 title=title,
                 sources=[source_of(m) for m in unit],
                 message_ids=[i for i in ids if i],
-                key=_key("x", thread_id, dated if not all(ids) else "", identity),
+                key=_key("x", thread_id, "" if thread_id or all(ids) else dated, identity),
                 masked=masked,
                 messages=messages,
                 said=mask_secrets(people)[0],

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -119,12 +120,53 @@ def _usable(raw: Any, max_chars: int = MAX_MEMORY_CHARS) -> tuple[list[MemoryHit
     return usable, len(raw) - len(usable)
 
 
-def _said_text(hit: MemoryHit) -> str:
-    """A conversation memory as the prompt shows it (already on one line), cut."""
+#: Longest conversation memory read whole (an exchange is stored within a few thousand
+#: characters; ``_said_text`` then picks what the prompt shows).
+_MAX_STORED_CHARS = 8000
+#: Where one speaker's words are cut into sentences.
+_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
+
+
+def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str:
+    """A conversation memory as the prompt shows it (already on one line, speakers apart
+    by " / "), cut to ``MAX_SAID_CHARS``. A long one shows, in their order, the sentences
+    that bear most on the question (``bears`` counts its words in one), then how each
+    speaker ended (where a long paste usually says what it was for), then how it began."""
     text = hit.text
-    if len(text) > MAX_SAID_CHARS:
-        text = text[:MAX_SAID_CHARS].rsplit(" ", 1)[0] + " …"
-    return text
+    if len(text) <= MAX_SAID_CHARS:
+        return text
+    lines = []  # (speaker, sentences) per line
+    for line in text.split(" / "):
+        speaker, sep, words = line.partition(": ")
+        if not sep:
+            speaker, words = "", line
+        lines.append((speaker, _SENTENCE.split(words)))
+    places = [(i, j) for i, (_, said) in enumerate(lines) for j in range(len(said))]
+    score = {(i, j): bears(lines[i][1][j]) if bears else 0 for i, j in places}
+    ranked = sorted((p for p in places if score[p] > 0), key=lambda p: (-score[p], p))
+    ends = [
+        (i, len(said) - k) for i, (_, said) in enumerate(lines) for k in (1, 2) if len(said) >= k
+    ]
+    order = list(dict.fromkeys([*ranked, *ends, (0, 0), *places]))
+    chosen: set[tuple[int, int]] = set()
+    size = 0
+    for i, j in order:
+        cost = len(lines[i][1][j]) + 3
+        if size + cost <= MAX_SAID_CHARS - 20:
+            chosen.add((i, j))
+            size += cost
+    out = []
+    for i, (speaker, said) in enumerate(lines):
+        kept = [j for j in range(len(said)) if (i, j) in chosen]
+        if not kept:
+            continue
+        parts, last = [], -1
+        for j in kept:
+            parts.append(("… " if j != last + 1 else "") + said[j])
+            last = j
+        tail = " …" if last != len(said) - 1 else ""
+        out.append((f"{speaker}: " if speaker else "") + " ".join(parts) + tail)
+    return " / ".join(out) if out else text[:MAX_SAID_CHARS].rsplit(" ", 1)[0] + " …"
 
 
 def _norm(text: str) -> str:
@@ -167,20 +209,21 @@ class MemoryReader:
     def read(self, request: RecallRequest, limit: int | None = None) -> Recollection:
         """Ask the backend and select what the turn uses (``limit``: at most that many
         conversation memories instead of the policy's)."""
-        return self.select(self.memory.recall(request), limit)
+        return self.select(self.memory.recall(request), limit, request.query)
 
     async def aread(self, request: RecallRequest, limit: int | None = None) -> Recollection:
-        return self.select(await self.memory.arecall(request), limit)
+        return self.select(await self.memory.arecall(request), limit, request.query)
 
     # -- selection ---------------------------------------------------------------------------
-    def select(self, recall: Recall, limit: int | None = None) -> Recollection:
-        """The memories this turn uses, from a backend's ``recall`` (checked first)."""
+    def select(self, recall: Recall, limit: int | None = None, question: str = "") -> Recollection:
+        """The memories this turn uses, from a backend's ``recall`` (checked first);
+        ``question`` picks what a long memory shows."""
         bad = 0
         if not isinstance(recall, Recall):
             recall, bad = Recall(), 1
         facts, bad_facts = _usable(recall.facts)
         preferences, bad_preferences = _usable(recall.preferences)
-        said, bad_said = _usable(recall.conversations, max_chars=4 * MAX_SAID_CHARS)
+        said, bad_said = _usable(recall.conversations, max_chars=_MAX_STORED_CHARS)
         facts = sorted(
             (h for h in facts if h.kind not in (PREFERENCE, CONVERSATION)), key=lambda h: -h.score
         )
@@ -188,7 +231,7 @@ class MemoryReader:
         said = [h for h in said if h.kind == CONVERSATION]
         kept = [h for h in facts if h.score >= self.policy.fact_threshold]
         kept, preferences = _once(kept), _once(preferences, [*kept])
-        conversations = self._conversations(said, [*kept, *preferences], limit)
+        conversations = self._conversations(said, [*kept, *preferences], limit, question)
         similarities = [h.similarity for h in facts if h.similarity is not None]
         out = Recollection(
             facts=kept,
@@ -206,16 +249,26 @@ class MemoryReader:
         return out
 
     def _conversations(
-        self, said: Sequence[MemoryHit], already: Sequence[MemoryHit], limit: int | None
+        self,
+        said: Sequence[MemoryHit],
+        already: Sequence[MemoryHit],
+        limit: int | None,
+        question: str = "",
     ) -> list[MemoryHit]:
         """Relevant enough (or said in the question's time window), each once, within the
         count and the size bounds, in the order recall ranked them."""
         policy = self.policy
+        wanted = set(self.encoder.query_terms(question)) if question else set()
+
+        def bears(sentence: str) -> int:
+            found = {t for w in self.encoder.words(sentence) for t in self.encoder.term_ids(w)}
+            return len(wanted & found)
+
         relevant = [h for h in said if h.in_window or h.score >= policy.conversation_threshold]
         # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
         kept, budget = [], policy.conversation_chars if limit is None else math.inf
         for hit in _once(relevant, already):
-            text = _said_text(hit)
+            text = _said_text(hit, bears if wanted else None)
             if len(text) > budget:
                 break
             budget -= len(text)

@@ -4,17 +4,21 @@ People paste API keys, passwords and tokens into a chat while asking for help wi
 Conversation memory is recalled in later conversations and shown to the model again, so
 before anything is stored, what looks like a secret is replaced by ``[secret removed]``:
 well-known key formats (OpenAI, Anthropic, GitHub, GitLab, Slack, AWS, Google, Stripe,
-JSON web tokens, private key blocks), the password in a URL, the value after words such
-as "password", "token" or "api key", and long random-looking strings of mixed letters and
-digits. Ordinary words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit
+JSON web tokens, private key blocks, HTTP authorization headers), the password in a URL,
+the value of an environment variable named like one (``PGPASSWORD=...``), the value after
+words such as "password" (in a few languages), "token" or "api key" (after "password:",
+the rest of the clause: pass phrases have spaces), and long random-looking strings of mixed
+letters and digits. Ordinary words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit
 hash in lower-case hex) are left alone.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["MASK", "mask_secrets"]
+__all__ = ["MASK", "mask_metadata", "mask_secrets"]
 
 MASK = "[secret removed]"
 
@@ -30,6 +34,7 @@ _KNOWN_FORMATS = re.compile(
     | \bAIza[0-9A-Za-z_\-]{35}
     | \b(?:rk|pk|sk)_(?:live|test)_[A-Za-z0-9]{16,}
     | \beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}
+    | (?i:\bauthorization)\s*:\s*(?i:basic|bearer|token|digest)\s+[^\s"',;]+
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -37,14 +42,27 @@ _KNOWN_FORMATS = re.compile(
 _LABELLED = re.compile(
     r"""
     (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|secret(?:[ _-]?(?:access[ _-]?)?key)?
-      |(?:api|access|auth|private)[ _-]?(?:key|token)|token|bearer|client[ _-]?secret|credentials?)\b)
-    (?P<sep>\s*(?:[:=]|\bis\b|\bwas\b)\s*["']?)
-    (?P<value>[^\s"',;]{3,})
+      |(?:api|access|auth|private)[ _-]?(?:key|token)|token|bearer|client[ _-]?secret|credentials?
+      |passwort|kennwort|mot\ de\ passe|contrase[ñn]a|senha|wachtwoord|has[łl]o|пароль)\b)
+    (?P<sep>\s*(?:[:=]|\bis\b|\bwas\b|\bist\b|\best\b|\bes\b)\s*)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{3,})
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+# the password runs to the last "@" before the host: passwords may hold "@" and "/"
 _URL_PASSWORD = re.compile(
-    r"(?P<head>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)(?P<value>[^\s@/]+)(?=@)", re.I
+    r"(?P<head>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)(?P<value>\S+)(?=@[^\s@]*(?:\s|$))", re.I
+)
+# PGPASSWORD=..., export AWS_SECRET_ACCESS_KEY="...", GITHUB_TOKEN=...: an environment
+# variable named like a secret (upper case, as the shell writes them)
+_ENV_SECRET = re.compile(
+    r"""\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|TOKEN|SECRET|(?:API|ACCESS|SECRET|PRIVATE|AUTH)_?KEY)\s*=\s*(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"',;]+)"""
+)
+# after "password:" a pass phrase may have spaces: the rest of the clause goes
+_PASS_PHRASE = re.compile(
+    r"""(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|passwort|kennwort|mot\ de\ passe|contrase[ñn]a
+      |senha|wachtwoord|has[łl]o|пароль)\s*[:=]\s*(?P<value>[^\s"'\[.!?;][^.!?;\n]*)""",
+    re.VERBOSE | re.IGNORECASE,
 )
 # 32+ characters of letters and digits (and - _ + / =) with upper case, lower case and digits
 # mixed: what generated keys look like; lower-case hex (hashes) and words do not qualify.
@@ -105,27 +123,48 @@ _NOT_A_VALUE = frozenset(
 )
 
 
+def _is_password_label(label: str) -> bool:
+    return (
+        not label.lower()
+        .lstrip("_")
+        .startswith(
+            (
+                "secret",
+                "api",
+                "access",
+                "auth",
+                "private",
+                "token",
+                "bearer",
+                "client",
+                "credential",
+            )
+        )
+    )
+
+
 def _labelled_secret(label: str, sep: str, value: str) -> bool:
-    """Whether ``value`` after ``label`` is a secret: anything after ':' or '=', but after
-    "is"/"was" only a word that is not ordinary prose ("the token is expired")."""
-    if ":" in sep or "=" in sep:
+    """Whether ``value`` after ``label`` is a secret: anything after ':' or '=' or in
+    quotes, but after "is"/"was" only a word that is not ordinary prose ("the token is
+    expired")."""
+    if ":" in sep or "=" in sep or value[:1] in "\"'":
         return True
     if value.lower().strip(".!?") in _NOT_A_VALUE:
         return False
     looks_random = any(not c.isalpha() for c in value) or any(c.isupper() for c in value[1:])
-    return looks_random or label.lower().lstrip("_").startswith(("pass", "pwd"))
+    return looks_random or _is_password_label(label)
 
 
 def _random_looking(token: str) -> bool:
-    return (
-        any(c.islower() for c in token)
-        and any(c.isupper() for c in token)
-        and sum(c.isdigit() for c in token) >= 3
-    )
+    mixed = any(c.islower() for c in token) and any(c.isupper() for c in token)
+    if len(token) == 40 and any(c.isdigit() or c in "/+" for c in token):
+        return mixed  # the shape of an AWS secret access key
+    return mixed and sum(c.isdigit() for c in token) >= 3
 
 
-def mask_secrets(text: str) -> tuple[str, int]:
-    """``text`` with what looks like a secret replaced by ``MASK``, and how many were."""
+def mask_secrets(text: str, *, random_looking: bool = True) -> tuple[str, int]:
+    """``text`` with what looks like a secret replaced by ``MASK``, and how many were
+    (``random_looking=False``: not the long random-looking strings, which ids can be)."""
     count = 0
 
     def masked(_: re.Match[str]) -> str:
@@ -146,6 +185,39 @@ def mask_secrets(text: str) -> tuple[str, int]:
 
     text = _KNOWN_FORMATS.sub(masked, text)
     text = _URL_PASSWORD.sub(masked_value, text)
+    text = _ENV_SECRET.sub(masked_value, text)
+    text = _PASS_PHRASE.sub(masked_value, text)
     text = _LABELLED.sub(masked_value, text)
+    if not random_looking:
+        return text, count
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
     return text, count
+
+
+# A metadata field whose name says it holds a secret ("api_key", "password", "authToken").
+_SECRET_FIELD = re.compile(
+    r"pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key"
+    r"|credential|authorization|cookie",
+    re.IGNORECASE,
+)
+
+
+def mask_metadata(value: Any) -> tuple[Any, int]:
+    """A message's metadata with its secrets masked, and how many were: the whole value of
+    a field named like a secret, and secrets of known shapes inside other text (not long
+    random-looking strings: message ids look like that)."""
+    if isinstance(value, Mapping):
+        out, count = {}, 0
+        for key, item in value.items():
+            if _SECRET_FIELD.search(str(key)) and item not in (None, "", [], {}):
+                out[key], count = MASK, count + 1
+            else:
+                out[key], found = mask_metadata(item)
+                count += found
+        return out, count
+    if isinstance(value, list):
+        items = [mask_metadata(item) for item in value]
+        return [item for item, _ in items], sum(found for _, found in items)
+    if isinstance(value, str):
+        return mask_secrets(value, random_looking=False)
+    return value, 0

@@ -89,7 +89,8 @@ def iso(moment: datetime) -> str:
     naive time counts as UTC)."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    # isoformat, not strftime: "%Y" drops the leading zeros of years before 1000
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
 def parse_time(value: datetime | str | None, what: str = "at") -> datetime:
@@ -185,7 +186,7 @@ def _last_past(now: datetime, month: int) -> int:
 
 
 def _month_part(now: datetime, text: str) -> TimeRef | None:
-    """"early March", "mid-January", "the end of May", "the last week of November"."""
+    """ "early March", "mid-January", "the end of May", "the last week of November"."""
     for words, (first, last) in _PARTS:
         if m := re.search(rf"\b(?:{words}) ?{_MONTH}\b", text):
             month = _MONTHS[m.group("month")]

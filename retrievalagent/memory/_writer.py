@@ -54,8 +54,11 @@ class ConversationWriter:
         thread_id: str = "",
         at: datetime | str | None = None,
         title: str = "",
+        after: str | None = None,
     ) -> list[ConversationRecord]:
-        return exchange_records(said, user_id=user_id, thread_id=thread_id, at=at, title=title)
+        return exchange_records(
+            said, user_id=user_id, thread_id=thread_id, at=at, title=title, after=after
+        )
 
     def store(self, records: list[ConversationRecord]) -> IO:
         """Writing ``records`` (one batch) as an I/O step; it gives the stored hits."""

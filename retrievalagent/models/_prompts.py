@@ -179,7 +179,7 @@ def _day(at: str, zone: tzinfo | None = None) -> str:
         return ""
     if zone is not None and moment.tzinfo is not None:
         moment = moment.astimezone(zone)
-    return moment.strftime("%Y-%m-%d (%a)")
+    return f"{moment.year:04d}-{moment:%m-%d (%a)}"  # "%Y" drops a year's leading zeros
 
 
 def memory_preamble(memory_context: str) -> str:
