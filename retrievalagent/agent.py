@@ -762,7 +762,7 @@ class RetrievalAgent:
             thread = f"imported-{digest.hexdigest()[:16]}"
         else:
             thread = check_id(thread_id, "thread_id")
-            if not thread:  # forget(thread_id="") could never erase it
+            if not thread.strip():  # forget(thread_id="") could never erase it
                 raise ConfigError(
                     "thread_id must not be empty; leave it out to name the conversation "
                     "after what was said"
@@ -1049,6 +1049,7 @@ def init_agent(
             trace_log=_trace_log(cfg.trace_file),
             collection=collection,
             titler=_build.make_titler(chat_model, cfg, saver),
+            keeps_threads=saver is not None,
             inline=roles.inline,
         )
         nodes = Nodes(components)

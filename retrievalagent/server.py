@@ -56,6 +56,9 @@ class _Served:
 _lock = threading.Lock()
 _agents: OrderedDict[_Key, _Served] = OrderedDict()  # least recently used first
 _retiring: dict[_Key, _Served] = {}  # evicted while runs still used them
+#: One lock per collection being opened: its first runs wait for one build, while runs on
+#: collections already open go on (an agent takes seconds to open).
+_building: dict[_Key, threading.Lock] = {}
 
 
 def _memory(value: Any) -> bool:
@@ -116,17 +119,38 @@ def _evict(limit: int) -> list[RetrievalAgent]:
 def _lease(key: _Key) -> _Served:
     """The served agent for ``key``, counted as used by one more run until `_release`."""
     settings = Settings.load()
+    limit, idle = settings.serve_max_agents, list[RetrievalAgent]()
     with _lock:
-        served = _agents.pop(key, None) or _retiring.pop(key, None)
-        if served is None:
-            _check_servable(key[0], settings)
-            served = _Served(key, init_agent(key[0], memory=key[1]))
-        served.evicted = False
-        served.runs += 1
-        _agents[key] = served  # now the most recently used
-        idle = _evict(settings.serve_max_agents)
-    for agent in idle:
+        served = _use(key, limit, idle)
+        building = _building.setdefault(key, threading.Lock()) if served is None else None
+    if building is not None:
+        with building:  # the first run opens the agent; others for the key wait for it
+            with _lock:
+                served = _use(key, limit, idle)
+            if served is None:
+                _check_servable(key[0], settings)
+                agent = init_agent(key[0], memory=key[1])  # not under the global lock
+                with _lock:
+                    _agents[key] = _Served(key, agent)
+                    served = _use(key, limit, idle)
+                    _building.pop(key, None)
+    for agent in idle:  # closing drains writes: not under the lock either
         agent.close()
+    assert served is not None
+    return served
+
+
+def _use(key: _Key, limit: int, idle: list[RetrievalAgent]) -> _Served | None:
+    """The open agent for ``key`` as the most recently used, counted for one more run
+    (None when it is not open); those evicted past ``limit`` that no run uses go to
+    ``idle``, to close. The caller holds the lock."""
+    served = _agents.pop(key, None) or _retiring.pop(key, None)
+    if served is None:
+        return None
+    served.evicted = False
+    served.runs += 1
+    _agents[key] = served  # now the most recently used
+    idle += _evict(limit)
     return served
 
 

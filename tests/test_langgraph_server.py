@@ -286,3 +286,36 @@ def test_langgraph_dev_serves_the_agent(langgraph_dev: str, tmp_path: Path) -> N
         assert not (tmp_path / "data" / "made-up").exists()
 
     asyncio.run(scenario())
+
+
+def test_a_collection_being_opened_does_not_hold_up_runs_on_open_ones(
+    served: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening an agent takes seconds; runs on collections already open go on meanwhile,
+    and two first runs of one collection open it once."""
+    import threading
+    import time
+
+    served.agent_for(None)  # "served" is open
+    real_init, builds, started = served.init_agent, [], threading.Event()
+
+    def slow_init(name: str, **kwargs: Any) -> Any:
+        builds.append(name)
+        started.set()
+        time.sleep(1.5)
+        return real_init(name, **kwargs)
+
+    monkeypatch.setattr(served, "init_agent", slow_init)
+    opening = [
+        threading.Thread(target=served.agent_for, args=({"configurable": {"collection": "other"}},))
+        for _ in range(2)
+    ]
+    for thread in opening:
+        thread.start()
+    assert started.wait(10)
+    begun = time.perf_counter()
+    served.agent_for(None)
+    assert time.perf_counter() - begun < 0.5  # not behind the 1.5 s build
+    for thread in opening:
+        thread.join(30)
+    assert builds == ["other"]

@@ -1182,8 +1182,9 @@ def test_what_ends_a_long_message_is_remembered() -> None:
 
 def test_an_empty_thread_id_is_refused_as_forget_refuses_it() -> None:
     rag = make_offline_store_agent()
-    with pytest.raises(ConfigError, match="thread_id must not be empty"):
-        rag.remember([{"role": "user", "content": "hello"}], user_id="v", thread_id="")
+    for blank in ("", "   "):
+        with pytest.raises(ConfigError, match="thread_id must not be empty"):
+            rag.remember([{"role": "user", "content": "hello"}], user_id="v", thread_id=blank)
     assert rag.list_memories("v") == []
 
 
@@ -1218,8 +1219,13 @@ def test_a_turn_asked_again_after_its_reply_was_lost_is_remembered_once() -> Non
     rag.graph.update_state(config, {"messages": [RemoveMessage(id=reply.id)]})
     rag.invoke(STATEMENT, cfg("c", "t"))  # asked again
     rag.drain_background(10)
-    said = [m["text"] for m in rag.list_memories("c") if STATEMENT in m["text"]]
+    said = [m for m in rag.list_memories("c") if STATEMENT in m["text"]]
     assert len(said) == 1, said
+    # the copy kept is the one the thread holds: not recalled into its own thread
+    held = {m.id for m in rag.get_history("t")}
+    assert {s["message_id"] for s in said[0]["sources"]} <= held
+    state = rag.invoke("Which PostgreSQL version should I upgrade from?", cfg("c", "t"))
+    assert SAID not in state.memory_context
     # asking the same words again later in the thread is a new exchange
     rag.invoke(STATEMENT, cfg("c", "t"))
     rag.drain_background(10)
@@ -1246,3 +1252,21 @@ def test_a_conversation_from_the_first_millennium_keeps_its_date() -> None:
         at="0001-01-01T00:00:00Z",
     )
     assert stored["at"].startswith("0001-01-01T00:00:00")
+
+
+def test_a_fact_about_the_user_keeps_no_secret_from_its_message(build: Callable[..., Any]) -> None:
+    """A fact drawn from a message keeps that message's metadata as its source: masked
+    as the exchange's is."""
+    key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUV12345"
+    model = ScriptedChatModel(facts=[fact("database", "Runs PostgreSQL 13 on Debian 11.", 0)])
+    rag = build("store", model=model)
+    message: dict[str, Any] = {
+        "role": "user",
+        "content": f"My API key is {key}. Our cluster runs PostgreSQL 13 on Debian 11.",
+        "metadata": {"msg": 7, "api_key": key, "note": "password: hunter22"},
+    }
+    rag.remember([message], user_id="f")  # titled after what was said
+    (found,) = facts_of(rag.list_memories("f"))
+    assert found["sources"][0]["msg"] == 7
+    everything = json.dumps(rag.list_memories("f"))
+    assert key not in everything and "hunter22" not in everything

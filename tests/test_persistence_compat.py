@@ -306,6 +306,8 @@ def test_a_lazy_store_passed_as_checkpointer_is_named_and_left_closed() -> None:
     from retrievalagent import ConfigError
 
     store = PostgresStore.from_conn_string("postgresql://nobody@127.0.0.1:1/none")
-    with pytest.raises(ConfigError, match=r"checkpointer must be a LangGraph .*, not PostgresStore"):
+    with pytest.raises(
+        ConfigError, match=r"checkpointer must be a LangGraph .*, not PostgresStore"
+    ):
         init_agent("compat", backend_url=":memory:", checkpointer=store)
     assert not store.is_open

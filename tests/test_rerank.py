@@ -61,6 +61,15 @@ class Broken(BaseDocumentCompressor):
         raise RuntimeError("reranking service unavailable")
 
 
+class Doubled:
+    """A reranker of the library's own protocol that returns the first hit twice (a bug)."""
+
+    name = "doubled"
+
+    def rerank(self, query: str, hits: Sequence[Any]) -> list[Any]:
+        return [hits[0], hits[0], *hits[1:]]
+
+
 @pytest.fixture
 def agents(make_agent, sample_docs: Path):
     """Build agents that share one ingested corpus (each on its own in-memory index)."""
@@ -226,3 +235,13 @@ def test_a_failed_llm_rerank_call_is_counted_in_the_turns_usage(agents, openai_s
         total["calls"]
         == used["calls"] + result.usage["answer"]["calls"] + (result.usage["grade"]["calls"])
     )
+
+
+def test_a_reranker_that_repeats_a_passage_never_fails_the_turn(agents) -> None:
+    fused = agents().search(QUESTION, top_k=5)
+    rag = agents(reranker=Doubled(), rerank_k=10, top_k=5)
+    result = rag.invoke(QUESTION)
+    assert result.answer
+    ids = _ids(result.sources)
+    assert len(ids) == len(set(ids)) == 5  # each passage once
+    assert set(ids) == set(_ids(fused))

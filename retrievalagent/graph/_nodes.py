@@ -260,6 +260,7 @@ class Components:
     trace_log: TraceLog | None = None
     collection: str = ""
     titler: ThreadTitler | None = None  # names a new thread (LLM or the question)
+    keeps_threads: bool = False  # a checkpointer keeps each thread's messages
     inline: LLMInlineAnswerer | None = None  # grading="inline": answer + grade in one call
 
 
@@ -961,7 +962,7 @@ class Nodes:
             "",
         )
         said = [s for i, m in enumerate([question, reply]) if m is not None and (s := _said(m, i))]
-        if not any(s.role == "assistant" for s in said) or not said:
+        if not any(s.role == "assistant" for s in said):
             return {"skipped": "no_answer"}, []
         where: dict[str, Any] = {
             "user_id": user,
@@ -969,9 +970,9 @@ class Nodes:
             "title": state.get("title") or "",
             "at": _turn_time(state),
         }
-        # only a kept thread can hold a cancelled turn's question (a titler exists exactly
-        # when a checkpointer keeps threads); elsewhere each turn is its own exchange
-        kept = self.components.titler is not None and bool(where["thread_id"])
+        # only a kept thread can hold a cancelled turn's question; elsewhere each turn is its
+        # own exchange
+        kept = self.components.keeps_threads and bool(where["thread_id"])
         records = writer.exchanges(said, **where, after=after if kept else None)
         writes = [
             _Write(

@@ -97,6 +97,9 @@ class ConversationRecord:
     subject: str = ""
     key: str = ""
     masked: int = 0  # secrets replaced before storing
+    #: A live turn's exchange: it replaces a stored one with its key (a copy of the same turn
+    #: whose reply never reached the thread), where an imported one is stored only once.
+    replaces: bool = False
     #: The messages as said (secrets masked), for a backend that extracts its own facts.
     messages: list[dict[str, str]] = field(default_factory=list)
 
@@ -238,6 +241,12 @@ def clip_said(text: str, limit: int = MAX_SAID_CHARS) -> str:
     return f"{text[:half].rstrip()} … {text[-half:].lstrip()}"
 
 
+def masked_said(said: Sequence[Said]) -> tuple[list[Said], int]:
+    """``said`` with every secret masked (see ``_masked``), and how many were."""
+    cleaned = [_masked(m) for m in said]
+    return [m for m, _ in cleaned], sum(found for _, found in cleaned)
+
+
 def _masked(message: Said) -> tuple[Said, int]:
     """``message`` with the secrets in its words, speaker name and metadata masked (before
     anything is cut, so no piece of a key survives a cut), and how many were."""
@@ -311,6 +320,7 @@ def exchange_records(
                 message_ids=[i for i in ids if i],
                 key=_key("x", thread_id, "" if thread_id or all(ids) else dated, identity),
                 masked=masked,
+                replaces=after is not None,
                 messages=messages,
                 said=mask_secrets(people)[0],
                 speakers=list(

@@ -131,13 +131,14 @@ class UserIndex:
     # -- changes ---------------------------------------------------------------------------
     def holds(self, key: str, value: dict[str, Any]) -> bool:
         """Whether the memory under ``key`` is already held as ``value`` (as stored)."""
-        return key in self._row_of and self.values.get(key) == value
+        return key in self._row_of and self.values.get(key) == _held_value(value)
 
     def upsert(self, key: str, value: dict[str, Any], vector: np.ndarray) -> None:
         """Add a memory, or replace the one stored under ``key`` (the same value again
         changes nothing: a store read back what this index holds already)."""
         if self.holds(key, value):
             return
+        value = _held_value(value)
         if key in self._row_of:
             self._kill(self._row_of.pop(key))
             self._compact_if_sparse()
@@ -367,6 +368,12 @@ class UserIndex:
                 )
             )
         return out
+
+
+def _held_value(value: dict[str, Any]) -> dict[str, Any]:
+    """A stored value as the index keeps it: without its packed vector, which the index
+    holds as a matrix row already (a 384-d vector packed is some 2 KB of text)."""
+    return {k: v for k, v in value.items() if k != "vector"} if "vector" in value else value
 
 
 def _held(value: dict[str, Any], seen: Collection[str]) -> bool:

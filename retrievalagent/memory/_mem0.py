@@ -413,7 +413,7 @@ class Mem0Backend(PlannedBackend):
                 for hit in self._hits(raw, user, "listed"):
                     older.setdefault(str(hit.metadata.get("memory_key") or ""), []).append(hit)
             for record in mine:
-                if record.form == "exchange" and record.key in older:
+                if record.form == "exchange" and record.key in older and not record.replaces:
                     continue
                 if record.form == "extract" and not self.infer_conversations:
                     continue

@@ -503,12 +503,13 @@ class StoreBackend(PlannedBackend):
         found = {
             r.key: it for r, it in zip(records, read[1:], strict=True) if _in_namespace(it, ns)
         }
-        # an exchange already stored (a history imported again) is not stored twice; a fact
-        # replaces the one on its subject, which its history keeps
-        records = [r for r in records if r.form == "fact" or r.key not in found]
+        # an exchange already stored (a history imported again) is not stored twice; a live
+        # turn asked again replaces its lost copy; a fact replaces the one on its subject,
+        # which its history keeps
+        records = [r for r in records if r.form == "fact" or r.replaces or r.key not in found]
         if not records:
             return []
-        older = {r.key: found[r.key] for r in records if r.key in found}
+        older = {r.key: found[r.key] for r in records if r.key in found and r.form == "fact"}
         vectors = yield self._embed_documents([r.said or r.text for r in records])
         now = datetime.now(timezone.utc)
         values = {}

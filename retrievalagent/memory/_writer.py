@@ -19,6 +19,7 @@ from retrievalagent.memory._conversations import (
     Said,
     exchange_records,
     fact_key,
+    masked_said,
     mentions_self,
     source_of,
 )
@@ -99,6 +100,8 @@ class ConversationWriter:
         """Extract, check and store the facts about the user in ``said``."""
         if not self.wants_facts(said):
             return []
+        # what the model sees and what is kept: the messages, metadata and title masked
+        said, title = masked_said(said)[0], mask_secrets(title)[0]
         if self.extractor is None:  # the backend extracts: hand it the user's messages
             records = [self._for_backend(said, user_id, thread_id, at, title)]
             return list((yield self.store(records)))
@@ -110,8 +113,7 @@ class ConversationWriter:
         stored: list[MemoryHit] = []
         for start in range(0, len(mine), _MESSAGES_PER_CALL):
             part = mine[start : start + _MESSAGES_PER_CALL]
-            # the model is shown what would be stored: the messages with secrets masked
-            texts = [mask_secrets(m.content)[0] for m in part]
+            texts = [m.content for m in part]
             found = yield _extraction(extractor, texts, list(subjects))
             records = [
                 ConversationRecord(

@@ -23,7 +23,7 @@ from langchain_core.embeddings import Embeddings
 
 from retrievalagent.index import Condition, Hit, LexicalEncoder, Sparse, VectorIndex, parse_filter
 from retrievalagent.retrieval._fusion import FusedHit, Fuser
-from retrievalagent.retrieval._rerank import Reranker
+from retrievalagent.retrieval._rerank import Reranker, complete_ranking
 from retrievalagent.trace import RerankEvent
 
 if TYPE_CHECKING:
@@ -267,11 +267,10 @@ class HybridSearcher:
         }
         try:
             ranked = self.reranker.rerank(query, head) if len(head) > 1 else head
-            known = {h.id for h in head}
-            ranked = [h for h in ranked if h.id in known]
-            if {h.id for h in ranked} != known:  # a bug of the reranker: keep everything
-                seen = {h.id for h in ranked}
-                ranked += [h for h in head if h.id not in seen]
+            known = {h.id: h for h in head}
+            # a bug of the reranker (a hit dropped, repeated or made up): keep each once
+            once = {h.id: known[h.id] for h in ranked if h.id in known}
+            ranked = complete_ranking(list(once.values()), head)
         except Exception as exc:
             logger.warning("reranker %s failed, fused order kept: %s", self.reranker.name, exc)
             event["error"] = " ".join(str(exc).split())[:500] or type(exc).__name__
