@@ -48,7 +48,7 @@ class Round:
     missing: list[str] = field(default_factory=list)  # files never indexed
     staged: list[str] = field(default_factory=list)  # sources with hidden leftovers
     exit_code: int | None = None  # of the killed process: -9, 130 (Ctrl-C) or 0 (too late)
-    said: str = ""  # the last line it printed on stderr
+    said: str = ""  # the last lines it printed on stderr
 
     @property
     def clean(self) -> bool:
@@ -180,7 +180,9 @@ class Harness:
         self.run_to_end()
         round_ = self.compare(Round(how.name, round(time.perf_counter() - started, 3), killed))
         round_.exit_code = process.returncode
-        round_.said = rest.strip().splitlines()[-1][:200] if rest.strip() else ""
+        # what it printed after "Indexing ...", its last lines (a thread's warning at exit
+        # may follow the line that says what was finished)
+        round_.said = "\n".join(rest.strip().splitlines()[-5:])[-1000:]
         return round_
 
 

@@ -35,4 +35,5 @@ def test_killed_ingests_leave_no_partial_stale_or_doubled_file(
     # Ctrl-C while files were written: exit status 130 and a line saying what was finished
     interrupted = [r for r in landed if r.signal == "SIGINT" and r.exit_code == 130]
     assert interrupted, f"seed {seed}: no SIGINT interrupted an ingest"
-    assert all("finished" in r.said for r in interrupted), interrupted
+    silent = [(r.delay_s, r.said) for r in interrupted if "finished" not in r.said]
+    assert silent == [], f"seed {seed}: Ctrl-C without a line saying what was finished"
