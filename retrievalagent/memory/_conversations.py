@@ -48,7 +48,8 @@ _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
 #: How an offline answer quotes what the user said before (never stored back as said).
 EARLIER = "(Earlier{day} you said: “{statement}”)"
 _QUOTED_EARLIER = re.compile(r"\s*\(Earlier[^()“”]* you said: “[^”]*”\)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: Where one speaker's words are cut into sentences.
+SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 # First person: what a user says about themselves ("my cluster", "I run", "we moved").
 _SELF = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|our|ours|us)\b", re.I
@@ -208,7 +209,7 @@ def short_reply(text: str, limit: int = MAX_REPLY_CHARS) -> str:
     if len(text) <= limit:
         return text
     out = ""
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in SENTENCE_END.split(text):
         if out and len(out) + len(sentence) + 1 > limit:
             break
         out = f"{out} {sentence}".strip()
@@ -344,7 +345,7 @@ def said_by_user(memory_text: str) -> str:
         speaker, _, content = line.partition(": ")
         if not content or speaker.strip() == "assistant":
             continue
-        for sentence in _SENTENCE_END.split(content):
+        for sentence in SENTENCE_END.split(content):
             sentence = sentence.strip()
             if sentence and not sentence.endswith("?") and _SELF.search(sentence):
                 kept.append(sentence)
@@ -357,5 +358,5 @@ def mentions_self(texts: Iterable[str]) -> bool:
     return any(
         _SELF.search(sentence) and not sentence.rstrip().endswith("?")
         for text in texts
-        for sentence in _SENTENCE_END.split(text)
+        for sentence in SENTENCE_END.split(text)
     )

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,6 +36,7 @@ from retrievalagent.memory._base import (
     Recall,
     RecallRequest,
 )
+from retrievalagent.memory._conversations import SENTENCE_END
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
 from retrievalagent.memory._temporal import parse_time, time_ref
 
@@ -45,7 +45,7 @@ __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
 #: Longest recalled memory text injected into search and the prompt (longer ones are cut).
 MAX_MEMORY_CHARS = 1000
 #: Longest conversation memory shown to the model (characters; cut at a word).
-MAX_SAID_CHARS = 400
+MAX_SHOWN_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -123,24 +123,22 @@ def _usable(raw: Any, max_chars: int = MAX_MEMORY_CHARS) -> tuple[list[MemoryHit
 #: Longest conversation memory read whole (an exchange is stored within a few thousand
 #: characters; ``_said_text`` then picks what the prompt shows).
 _MAX_STORED_CHARS = 8000
-#: Where one speaker's words are cut into sentences.
-_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
 
 
 def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str:
     """A conversation memory as the prompt shows it (already on one line, speakers apart
-    by " / "), cut to ``MAX_SAID_CHARS``. A long one shows, in their order, the sentences
+    by " / "), cut to ``MAX_SHOWN_CHARS``. A long one shows, in their order, the sentences
     that bear most on the question (``bears`` counts its words in one), then how each
     speaker ended (where a long paste usually says what it was for), then how it began."""
     text = hit.text
-    if len(text) <= MAX_SAID_CHARS:
+    if len(text) <= MAX_SHOWN_CHARS:
         return text
     lines = []  # (speaker, sentences) per line
     for line in text.split(" / "):
         speaker, sep, words = line.partition(": ")
         if not sep:
             speaker, words = "", line
-        lines.append((speaker, _SENTENCE.split(words)))
+        lines.append((speaker, SENTENCE_END.split(words)))
     places = [(i, j) for i, (_, said) in enumerate(lines) for j in range(len(said))]
     score = {(i, j): bears(lines[i][1][j]) if bears else 0 for i, j in places}
     ranked = sorted((p for p in places if score[p] > 0), key=lambda p: (-score[p], p))
@@ -152,7 +150,7 @@ def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str
     size = 0
     for i, j in order:
         cost = len(lines[i][1][j]) + 3
-        if size + cost <= MAX_SAID_CHARS - 20:
+        if size + cost <= MAX_SHOWN_CHARS - 20:
             chosen.add((i, j))
             size += cost
     out = []
@@ -166,7 +164,7 @@ def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str
             last = j
         tail = " …" if last != len(said) - 1 else ""
         out.append((f"{speaker}: " if speaker else "") + " ".join(parts) + tail)
-    return " / ".join(out) if out else text[:MAX_SAID_CHARS].rsplit(" ", 1)[0] + " …"
+    return " / ".join(out) if out else text[:MAX_SHOWN_CHARS].rsplit(" ", 1)[0] + " …"
 
 
 def _norm(text: str) -> str:
@@ -261,8 +259,7 @@ class MemoryReader:
         wanted = set(self.encoder.query_terms(question)) if question else set()
 
         def bears(sentence: str) -> int:
-            found = {t for w in self.encoder.words(sentence) for t in self.encoder.term_ids(w)}
-            return len(wanted & found)
+            return len(wanted.intersection(self.encoder.query_terms(sentence)))
 
         relevant = [h for h in said if h.in_window or h.score >= policy.conversation_threshold]
         # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
