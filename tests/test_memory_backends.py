@@ -196,3 +196,45 @@ def test_store_memories_written_by_other_code_are_embedded_once(minilm: Any) -> 
 def test_store_backend_needs_a_base_store(minilm: Any) -> None:
     with pytest.raises(TypeError, match="BaseStore"):
         StoreBackend({}, minilm, "x")  # type: ignore[arg-type]
+
+
+async def test_a_store_recall_holds_while_background_threads_write(minilm: Any) -> None:
+    """Under ``ainvoke`` with an ``InMemoryStore``, recalls run on the loop while
+    ``write_memory`` writes from background threads. InMemoryStore is not thread-safe: a
+    write that adds a user's namespace while a recall lists the store failed that recall
+    ("dictionary changed size during iteration"), and the turn lost its memories."""
+    import sys
+    import threading
+
+    from retrievalagent.retrieval import QueryEmbedder
+
+    embedder = QueryEmbedder(minilm)
+    embedder.embed(QUESTION)  # writes reuse the turn's question vector: they are quick
+    backend = StoreBackend(InMemoryStore(), embedder, "minilm:384")
+    backend.add(record(FACT, "alice", QUESTION))
+    stop, failures = threading.Event(), []
+
+    def write(n: int) -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                backend.add(record(f'"w{n}x{i}" is called "port"', f"u{n}-{i}", QUESTION))
+            except Exception as exc:  # a failed write is a failure too
+                failures.append(exc)
+            i += 1
+
+    writers = [threading.Thread(target=write, args=(n,), daemon=True) for n in range(3)]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns often, as under a busy server
+    for w in writers:
+        w.start()
+    try:
+        for _ in range(300):
+            hits, _ = await backend.asearch(QUESTION, "alice", 5)
+            assert [h.text for h in hits] == [FACT]
+    finally:
+        stop.set()
+        sys.setswitchinterval(switch)
+        for w in writers:
+            w.join(10)
+    assert not failures, failures[:3]

@@ -35,6 +35,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from weakref import WeakKeyDictionary
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -172,6 +173,19 @@ def item_key(record: MemoryRecord) -> str:
     return uuid.uuid4().hex
 
 
+_LOCKS: WeakKeyDictionary[BaseStore, threading.Lock] = WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_of(store: BaseStore) -> threading.Lock:
+    """One lock per store object, shared by every agent that uses it."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(store)
+        if lock is None:
+            lock = _LOCKS[store] = threading.Lock()
+        return lock
+
+
 class StoreBackend(PlannedBackend):
     """Adapter over a LangGraph store.
 
@@ -211,7 +225,9 @@ class StoreBackend(PlannedBackend):
 
         # A sync store's async methods run on the loop's default executor (PostgresStore);
         # its calls go to their own threads instead, so a hung database cannot starve it.
-        self._loop_safe = self.async_native or isinstance(store, InMemoryStore)
+        # InMemoryStore is not thread-safe (a write from a background thread while a recall
+        # iterates its dicts fails that recall), so every call to one takes its lock.
+        self._guard = _lock_of(store) if isinstance(store, InMemoryStore) else None
         # InMemoryStore lists oldest first, so all of a user's items are read and the
         # newest kept; PostgresStore already returns the most recent first.
         self._listing_limit = 1_000_000 if isinstance(store, InMemoryStore) else scan_limit
@@ -235,12 +251,27 @@ class StoreBackend(PlannedBackend):
 
     # -- I/O steps -----------------------------------------------------------------------
     def _batch(self, ops: list[Any]) -> IO:
-        async def abatch() -> Any:
-            if self._loop_safe:
-                return await self.store.abatch(ops)
-            return await in_thread(lambda: self.store.batch(ops))
+        guard = self._guard
 
-        return IO(lambda: self.store.batch(ops), abatch)
+        def batch() -> Any:
+            if guard is None:
+                return self.store.batch(ops)
+            with guard:
+                return self.store.batch(ops)
+
+        async def abatch() -> Any:
+            if self.async_native:
+                return await self.store.abatch(ops)
+            # an in-process store without a vector index answers in microseconds: on the
+            # loop when its lock is free, instead of a thread hop per recall
+            if guard is not None and not self.indexed and guard.acquire(blocking=False):
+                try:
+                    return self.store.batch(ops)
+                finally:
+                    guard.release()
+            return await in_thread(batch)
+
+        return IO(batch, abatch)
 
     def _embed_documents(self, texts: list[str]) -> IO:
         return IO(
