@@ -225,9 +225,13 @@ class StoreBackend(PlannedBackend):
 
         # A sync store's async methods run on the loop's default executor (PostgresStore);
         # its calls go to their own threads instead, so a hung database cannot starve it.
-        # InMemoryStore is not thread-safe (a write from a background thread while a recall
-        # iterates its dicts fails that recall), so every call to one takes its lock.
-        self._guard = _lock_of(store) if isinstance(store, InMemoryStore) else None
+        # LangGraph's InMemoryStore is not thread-safe (a background write adding a user's
+        # namespace while a recall lists the store fails that recall) and cannot hang, so
+        # every call to one takes its lock. A subclass may do I/O, where one hung call
+        # holding the lock would stall every other: it keeps its own async methods.
+        exact = type(store) is InMemoryStore
+        self._guard = _lock_of(store) if exact else None
+        self._loop_safe = self.async_native or (isinstance(store, InMemoryStore) and not exact)
         # InMemoryStore lists oldest first, so all of a user's items are read and the
         # newest kept; PostgresStore already returns the most recent first.
         self._listing_limit = 1_000_000 if isinstance(store, InMemoryStore) else scan_limit
@@ -260,10 +264,10 @@ class StoreBackend(PlannedBackend):
                 return self.store.batch(ops)
 
         async def abatch() -> Any:
-            if self.async_native:
+            if self._loop_safe:
                 return await self.store.abatch(ops)
-            # an in-process store without a vector index answers in microseconds: on the
-            # loop when its lock is free, instead of a thread hop per recall
+            # an InMemoryStore without a vector index answers in microseconds: on the loop
+            # when its lock is free, instead of a thread hop per recall
             if guard is not None and not self.indexed and guard.acquire(blocking=False):
                 try:
                     return self.store.batch(ops)
