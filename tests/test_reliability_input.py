@@ -430,3 +430,23 @@ def test_any_text_document_is_indexed_or_refused(make_agent: Callable[..., Any])
             assert "empty" in str(exc) or "no such file" in str(exc), exc
 
     check()
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+async def test_a_bad_time_is_refused_before_any_model_call(
+    make_agent: Callable[..., Any], how: str
+) -> None:
+    """A turn with an unreadable ``configurable.now`` is an error naming it, raised before
+    the model is asked for the new thread's title (a paid call for a turn that fails)."""
+    from tests.support.chat import ScriptedChatModel
+
+    model = ScriptedChatModel(replies=["Restore with `snap restore` [1]."])
+    rag = make_agent("bad-now", model=model, checkpointer=MemorySaver(), thread_title="llm")
+    rag.add_documents(["Snapshots are restored with `snap restore ID`."])
+    config = {"configurable": {"thread_id": "t1", "now": "last Tuesday"}}
+    with pytest.raises(ConfigError, match="configurable.now"):
+        if how == "ainvoke":
+            await rag.ainvoke("How are snapshots restored?", config)
+        else:
+            rag.invoke("How are snapshots restored?", config)
+    assert model.calls == []

@@ -205,6 +205,11 @@ def _asked_at(config: RunnableConfig) -> str:
         raise ConfigError(str(exc)) from None
 
 
+def _who_and_when(config: RunnableConfig) -> tuple[str, str]:
+    """The turn's user and time, from its config (``ConfigError`` naming a bad one)."""
+    return user_id_from_config(config), _asked_at(config)
+
+
 def _turn_time(state: AgentState) -> str:
     return state.get("asked_at") or iso(datetime.now(timezone.utc))
 
@@ -281,16 +286,18 @@ class Nodes:
     def prepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """Start a turn: find the question, reset per-turn fields, name the thread."""
         start, question, update = time.perf_counter(), *self._question(state)
+        who = _who_and_when(config)  # bad input fails before the title's model call
         with metering() as meter:
             title = state.get("title") or self._title(question, config)
-        return self._prepared(state, config, question, title, update, start, meter)
+        return self._prepared(state, who, question, title, update, start, meter)
 
     async def aprepare(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """Async :meth:`prepare`: no thread hop before retrieval (the time to first token)."""
         start, question, update = time.perf_counter(), *self._question(state)
+        who = _who_and_when(config)
         with metering() as meter:
             title = state.get("title") or await self._atitle(question, config)
-        return self._prepared(state, config, question, title, update, start, meter)
+        return self._prepared(state, who, question, title, update, start, meter)
 
     def _question(self, state: AgentState) -> tuple[str, dict[str, Any]]:
         messages = list(state.get("messages") or [])
@@ -308,18 +315,18 @@ class Nodes:
     def _prepared(
         self,
         state: AgentState,
-        config: RunnableConfig,
+        who: tuple[str, str],
         question: str,
         title: str,
         update: dict[str, Any],
         start: float,
         meter: Meter,
     ) -> dict[str, Any]:
-        user_id = user_id_from_config(config)
+        user_id, asked_at = who
         event: PrepareEvent = {"node": "prepare", "user_id": user_id, "ms": _ms(start)}
         update.update(
             {
-                "asked_at": _asked_at(config),
+                "asked_at": asked_at,
                 "question": question,
                 "query": question,
                 "user_id": user_id,
