@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
@@ -67,6 +67,24 @@ if TYPE_CHECKING:
 __all__ = ["STREAM_MODES", "RetrievalAgent", "collection_exists", "init_agent"]
 
 collection_exists = _build.collection_exists
+
+#: Texts ``remember_many`` embeds in one call and writes in one batch: large enough for the
+#: embedder's best speed, small enough that an interrupted import keeps what went before.
+_REMEMBER_CHUNK = 512
+
+
+def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
+    """The messages, thread id and time of one of ``remember_many``'s conversations."""
+    if not isinstance(conversation, Mapping):
+        return conversation, None, None
+    unknown = set(conversation) - {"messages", "thread_id", "at"}
+    if "messages" not in conversation or unknown:
+        what = f"unknown keys {sorted(map(str, unknown))}" if unknown else "no messages"
+        raise ConfigError(
+            f'conversations[{place}]: {what}; expected "messages" and optionally "thread_id" '
+            'and "at"'
+        )
+    return conversation["messages"], conversation.get("thread_id"), conversation.get("at")
 
 
 def _as_messages(history: Sequence[Any] | None) -> list[AnyMessage]:
@@ -815,6 +833,73 @@ class RetrievalAgent:
         writer, said, where = self._history(messages, user_id, thread_id, at)
         stored = await writer.astore_now(writer.exchanges(said, **where))
         stored += await writer.astore_facts(said, **where)
+        return [memory_info(h) for h in stored]
+
+    def _histories(
+        self, conversations: Iterable[Any], user_id: str
+    ) -> tuple[ConversationWriter | None, list[tuple[list[Said], dict[str, Any]]], list[list[Any]]]:
+        """Every conversation of :meth:`remember_many` checked (a bad one names its place and
+        stops the call before anything is stored), and their exchanges in chunks of about
+        ``_REMEMBER_CHUNK`` texts, each chunk one embedding call and one write."""
+        if isinstance(conversations, str | bytes | Mapping):
+            raise ConfigError(
+                "conversations must be a list of conversations, each a list of messages or "
+                'a dict with "messages" (and optionally "thread_id" and "at")'
+            )
+        writer: ConversationWriter | None = None
+        checked, chunks, chunk, keys = [], [], [], set()
+        for place, conversation in enumerate(conversations):
+            messages, thread_id, at = _conversation_parts(conversation, place)
+            try:
+                writer, said, where = self._history(messages, user_id, thread_id, at)
+            except ConfigError as exc:
+                raise ConfigError(f"conversations[{place}]: {exc}") from None
+            checked.append((said, where))
+            for record in writer.exchanges(said, **where):
+                if record.key not in keys:  # as remembered one by one: the first copy is kept
+                    keys.add(record.key)
+                    chunk.append(record)
+            if len(chunk) >= _REMEMBER_CHUNK:
+                chunks.append(chunk)
+                chunk = []
+        if chunk:
+            chunks.append(chunk)
+        return writer, checked, chunks
+
+    def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
+        """:meth:`remember` for many conversations of ``user_id`` at once: the way to import
+        a long history. Their texts are embedded together, a few hundred to a call, which
+        runs about 1.4x as fast as one :meth:`remember` per conversation (the embedder
+        works best on large batches; docs/benchmarks.md).
+
+        Args:
+            conversations: Each a list of messages (as :meth:`remember` takes them) or a
+                dict ``{"messages": [...], "thread_id"?: str, "at"?: datetime | str}``.
+            user_id: Whose memory they become.
+
+        Returns:
+            What was stored, as :meth:`remember` returns it (nothing for no conversations).
+            Every conversation is checked first: a bad one is a ``ConfigError`` naming its
+            place, and nothing is stored.
+        """
+        writer, checked, chunks = self._histories(conversations, user_id)
+        if writer is None:  # no conversations: nothing to store
+            return []
+        stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
+        for said, where in checked:
+            stored += writer.store_facts(said, **where)
+        return [memory_info(h) for h in stored]
+
+    async def aremember_many(
+        self, conversations: Iterable[Any], *, user_id: str
+    ) -> list[MemoryInfo]:
+        """Async :meth:`remember_many`."""
+        writer, checked, chunks = self._histories(conversations, user_id)
+        if writer is None:
+            return []
+        stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
+        for said, where in checked:
+            stored += await writer.astore_facts(said, **where)
         return [memory_info(h) for h in stored]
 
     def _recall_request(

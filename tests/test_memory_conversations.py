@@ -294,6 +294,124 @@ def test_importing_the_same_history_twice_without_a_thread_or_time_stores_it_onc
     assert len(rag.list_memories("alice")) == 2
 
 
+# -- remember_many / aremember_many: a long history at once ---------------------------------
+SESSIONS: list[Any] = [  # three conversations of one user; the last is its messages alone
+    {"messages": HISTORY, "thread_id": "ops-2026-01-05", "at": AT},
+    {
+        "messages": [
+            {"role": "user", "content": "I moved the reports job to Fridays at 06:00 UTC."},
+            {"role": "assistant", "content": "Done: reports now run on Fridays."},
+        ],
+        "thread_id": "ops-2026-02-02",
+        "at": "2026-02-02T10:00:00+00:00",
+    },
+    [{"role": "user", "content": "Grafana alerts go to the #oncall channel from now on."}],
+]
+
+
+def one_by_one(rag: Any, user: str) -> list[Any]:
+    stored: list[Any] = []
+    for conversation in SESSIONS:
+        if isinstance(conversation, dict):
+            where = {"thread_id": conversation["thread_id"], "at": conversation["at"]}
+            stored += rag.remember(conversation["messages"], user_id=user, **where)
+        else:
+            stored += rag.remember(conversation, user_id=user)
+    return stored
+
+
+def as_stored(memories: list[Any]) -> list[tuple[Any, ...]]:
+    """What a memory is, whoever it belongs to: its words, conversation, sources and (where
+    the conversation had one) its time."""
+    return sorted(
+        (
+            m["text"],
+            m["thread_id"],
+            json.dumps(m["sources"], sort_keys=True),
+            m["at"] if m["thread_id"].startswith("ops-") else "",
+        )
+        for m in said(memories)
+    )
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres", "mem0"])
+def test_remember_many_stores_what_remembering_one_by_one_stores(
+    build: Callable[..., Any], kind: str
+) -> None:
+    rag = build(kind)
+    singly = one_by_one(rag, "ann")
+    at_once = rag.remember_many(SESSIONS, user_id="bob")
+    assert len(at_once) == 4 and as_stored(at_once) == as_stored(singly)
+    assert as_stored(rag.list_memories("bob")) == as_stored(rag.list_memories("ann"))
+    best = rag.recall("Which PostgreSQL version does staging run?", user_id="bob")[0]
+    assert best["thread_id"] == "ops-2026-01-05" and "PostgreSQL 13" in best["text"]
+    assert datetime.fromisoformat(best["at"]) == AT
+    (friday,) = rag.recall("When does the reports job run?", user_id="bob", k=1)
+    assert "Fridays at 06:00" in friday["text"] and friday["thread_id"] == "ops-2026-02-02"
+    assert rag.remember_many(SESSIONS, user_id="bob") == []  # imported again: nothing new
+    assert rag.remember_many([], user_id="bob") == []
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres_async", "mem0_async"])
+async def test_aremember_many_stores_a_history_at_once(
+    abuild: Callable[..., Any], kind: str
+) -> None:
+    rag = await abuild(kind)
+    stored = await rag.aremember_many(SESSIONS, user_id="bob")
+    assert len(stored) == 4 and len(said(await rag.alist_memories("bob"))) == 4
+    best = (await rag.arecall("Which PostgreSQL version does staging run?", user_id="bob"))[0]
+    assert best["thread_id"] == "ops-2026-01-05" and "PostgreSQL 13" in best["text"]
+    assert await rag.aremember_many(SESSIONS, user_id="bob") == []
+    assert await rag.arecall("Which PostgreSQL version does staging run?", user_id="ann") == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ([SESSIONS[0], [{"role": "wizard", "content": "x"}]], r"conversations\[1\]"),
+        ([SESSIONS[1], {"messages": HISTORY, "thread": "t"}], r"conversations\[1\].*'thread'"),
+        ([{"thread_id": "t"}], r"conversations\[0\]: no messages"),
+        ([SESSIONS[1], {"messages": HISTORY, "at": "last Tuesday"}], r"conversations\[1\]"),
+        (SESSIONS[0], "a list of conversations"),
+        ("hello", "a list of conversations"),
+    ],
+)
+def test_remember_many_checks_every_conversation_before_storing_any(
+    build: Callable[..., Any], bad: Any, named: str
+) -> None:
+    rag = build("store")
+    with pytest.raises(ConfigError, match=named):
+        rag.remember_many(bad, user_id="ann")
+    assert rag.list_memories("ann") == []  # the good ones before it were not stored either
+
+
+def test_remember_many_embeds_a_history_together(build: Callable[..., Any], minilm: Any) -> None:
+    """Why it exists: the embedder runs best on large batches, so forty conversations are
+    one embedding call, not forty."""
+    from langchain_core.embeddings import Embeddings
+
+    calls: list[int] = []
+
+    class Counting(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            calls.append(len(texts))
+            return minilm.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return minilm.embed_query(text)
+
+    rag = build("store", embeddings=Counting())
+    calls.clear()
+    history = [
+        {"messages": [{"role": "user", "content": f"Host web-{n:02d} runs nginx {n}.1."}]}
+        for n in range(40)
+    ]
+    assert len(rag.remember_many(history, user_id="ann")) == 40
+    assert calls == [40]
+    (hit,) = rag.recall("Which nginx version is on web-17?", user_id="ann", k=1)
+    assert "web-17" in hit["text"]
+
+
 def test_remember_takes_langchain_messages(build: Callable[..., Any]) -> None:
     rag = build("store")
     messages = [

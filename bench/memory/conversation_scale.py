@@ -74,7 +74,7 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 from langgraph.store.memory import InMemoryStore
 
-from bench._common import current_rss_mb, setup_logging, summary, write_result
+from bench._common import current_rss_mb, read_result, setup_logging, summary, write_result
 from bench.memory.conversations import load
 from bench.memory.recall_latency import postgres_schema_url, to_fuse
 from bench.memory.write_latency import DOCS, IngestMemo
@@ -295,6 +295,15 @@ class Bench:
             self.remember(agent, conv)
         return time.perf_counter() - started
 
+    def remember_many(self, agent: Any, convs: Sequence[dict[str, Any]]) -> float:
+        """Seconds to remember ``convs`` in one ``remember_many`` call (an import)."""
+        started = time.perf_counter()
+        if self.is_async:
+            self.run(agent.aremember_many(convs, user_id=USER))
+        else:
+            agent.remember_many(convs, user_id=USER)
+        return time.perf_counter() - started
+
     def recall(self, agent: Any, query: str, user: str = USER) -> list[Any]:
         if self.is_async:
             return self.run(agent.arecall(query, user_id=user, k=10, now=NOW))
@@ -392,8 +401,11 @@ def _throughput(
     for b, convs in enumerate(batches):
         per_conv = [said_texts(c) for c in convs]
         flat = [t for texts in per_conv for t in texts]
+        # the same texts as new conversations (of the same user, whose index is loaded)
+        copies = [{**c, "thread_id": c["thread_id"] + "-many"} for c in convs]
         steps: dict[str, Callable[[], float]] = {
             "remember": lambda convs=convs: bench.remember_all(agent, convs),
+            "remember_many": lambda copies=copies: bench.remember_many(agent, copies),
             "raw_batch": lambda flat=flat: _timed(lambda: raw.embed_documents(flat)) / 1e3,
             "raw_per_conversation": lambda per_conv=per_conv: sum(
                 _timed(partial(raw.embed_documents, texts)) / 1e3 for texts in per_conv
@@ -410,6 +422,7 @@ def _throughput(
         row["ratio_per_conversation"] = round(
             seconds["raw_per_conversation"] / seconds["remember"], 3
         )
+        row["ratio_many"] = round(seconds["raw_batch"] / seconds["remember_many"], 3)
         row["load_avg_1m"] = round(os.getloadavg()[0], 2)
         rows.append(row)
     return {
@@ -419,8 +432,10 @@ def _throughput(
         "raw_per_conversation_per_s": statistics.median(
             r["raw_per_conversation_per_s"] for r in rows
         ),
+        "remember_many_per_s": statistics.median(r["remember_many_per_s"] for r in rows),
         "ratio": statistics.median(r["ratio"] for r in rows),
         "ratio_per_conversation": statistics.median(r["ratio_per_conversation"] for r in rows),
+        "ratio_many": statistics.median(r["ratio_many"] for r in rows),
     }
 
 
@@ -564,10 +579,13 @@ def _summary(
         "raw_embedder_per_s": throughput["raw_batch_per_s"],
         "remember_ratio": throughput["ratio"],
         "remember_ratio_per_conversation": throughput["ratio_per_conversation"],
+        "remember_many_per_s": throughput["remember_many_per_s"],
+        "remember_many_ratio": throughput["ratio_many"],
     }
     if backend in STORES:
         out["recall_target_met"] = recall is not None and budget is not None and recall <= budget
         out["remember_target_met"] = throughput["ratio"] >= REMEMBER_TARGET
+        out["remember_many_target_met"] = throughput["ratio_many"] >= REMEMBER_TARGET
     return out
 
 
@@ -595,6 +613,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     raw = MiniLMEmbeddings().load()
     raw.embed_query("warm up")
     backends = {name: measure(name, raw, args) for name in args.backends}
+    earlier = read_result("memory_conversation_scale") or {}
+    for name, result in (earlier.get("backends") or {}).items():
+        if name not in backends:  # not run this time: its last result stays, marked as such
+            backends[name] = {**result, "from_run": result.get("from_run") or earlier["created"]}
     payload = {
         "command": "python -m bench.memory.conversation_scale "
         + " ".join(sys.argv[1:] if argv is None else argv),

@@ -161,20 +161,16 @@ def import_history(
         _when(at, "--at")
         # every line is checked before anything is stored: a bad one stops the import
         conversations = read_conversations(file)
+        named = []
+        for number, conversation in enumerate(conversations, 1):
+            thread_id = conversation.get("thread_id") or thread
+            if thread_id is None and len(conversations) > 1:
+                thread_id = f"{file.stem}-{number}"
+            at_ = conversation.get("at") or at
+            named.append({"messages": conversation["messages"], "thread_id": thread_id, "at": at_})
         with _memory_agent(collection, store, backend_url, data_dir) as rag:
-            stored = 0
-            for number, conversation in enumerate(conversations, 1):
-                thread_id = conversation.get("thread_id") or thread
-                if thread_id is None and len(conversations) > 1:
-                    thread_id = f"{file.stem}-{number}"
-                stored += len(
-                    rag.remember(
-                        conversation["messages"],
-                        user_id=user,
-                        thread_id=thread_id,
-                        at=conversation.get("at") or at,
-                    )
-                )
+            # embedded and written a few hundred texts at a time, across conversations
+            stored = len(rag.remember_many(named, user_id=user))
     console.print(
         f"imported {len(conversations)} conversation(s) of {escape(user)!r}: "
         f"{stored} new memor{'y' if stored == 1 else 'ies'}"
