@@ -69,14 +69,25 @@ __all__ = ["STREAM_MODES", "RetrievalAgent", "collection_exists", "init_agent"]
 collection_exists = _build.collection_exists
 
 #: Texts ``remember_many`` embeds in one call and writes in one batch: large enough for the
-#: embedder's best speed, small enough that an interrupted import keeps what went before.
+#: embedder's best speed, small enough to bound the vectors held at once and to keep the
+#: chunks already written when a later one fails.
 _REMEMBER_CHUNK = 512
 
 
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
     """The messages, thread id and time of one of ``remember_many``'s conversations."""
     if not isinstance(conversation, Mapping):
+        if isinstance(conversation, str | bytes) or not isinstance(conversation, Iterable):
+            raise ConfigError(
+                f"conversations[{place}] is a {type(conversation).__name__}: expected a list "
+                'of messages or a dict with "messages"'
+            )
         return conversation, None, None
+    if "messages" not in conversation and {"role", "content"} & set(conversation):
+        raise ConfigError(
+            f"conversations[{place}] is a message: remember_many takes a list of "
+            "conversations, each a list of messages (remember takes one conversation)"
+        )
     unknown = set(conversation) - {"messages", "thread_id", "at"}
     if "messages" not in conversation or unknown:
         what = f"unknown keys {sorted(map(str, unknown))}" if unknown else "no messages"
@@ -759,10 +770,8 @@ class RetrievalAgent:
         return await memory.aforget(user, memory_id, thread)
 
     # -- conversation memory -----------------------------------------------------------------
-    def _history(
-        self, messages: Any, user_id: str, thread_id: str | None, at: Any
-    ) -> tuple[ConversationWriter, list[Said], dict[str, Any]]:
-        """An imported conversation checked: its messages, and where and when it was had."""
+    def _writer_for(self, user_id: str) -> tuple[ConversationWriter, str]:
+        """The conversation writer and the checked user id of an import."""
         _, user = self._memory_for(user_id)
         writer = self._components.writer
         if writer is None:
@@ -770,6 +779,13 @@ class RetrievalAgent:
                 "conversation memory is off (memory_conversations=False or "
                 "RAG_MEMORY_CONVERSATIONS=false): nothing would be remembered"
             )
+        return writer, user
+
+    def _history(
+        self, messages: Any, user_id: str, thread_id: str | None, at: Any
+    ) -> tuple[ConversationWriter, list[Said], dict[str, Any]]:
+        """An imported conversation checked: its messages, and where and when it was had."""
+        writer, user = self._writer_for(user_id)
         try:
             said, when = said_in(messages), parse_time(at)
         except (ValueError, TypeError) as exc:
@@ -837,17 +853,20 @@ class RetrievalAgent:
 
     def _histories(
         self, conversations: Iterable[Any], user_id: str
-    ) -> tuple[ConversationWriter | None, list[tuple[list[Said], dict[str, Any]]], list[list[Any]]]:
+    ) -> tuple[ConversationWriter, list[tuple[list[Said], dict[str, Any]]], list[list[Any]]]:
         """Every conversation of :meth:`remember_many` checked (a bad one names its place and
-        stops the call before anything is stored), and their exchanges in chunks of about
-        ``_REMEMBER_CHUNK`` texts, each chunk one embedding call and one write."""
-        if isinstance(conversations, str | bytes | Mapping):
+        stops the call before anything is stored), and their exchanges in chunks of
+        ``_REMEMBER_CHUNK``, each chunk one embedding call and one write."""
+        writer, _ = self._writer_for(user_id)  # the agent and the user first, once
+        if isinstance(conversations, str | bytes | Mapping) or not isinstance(
+            conversations, Iterable
+        ):
             raise ConfigError(
-                "conversations must be a list of conversations, each a list of messages or "
-                'a dict with "messages" (and optionally "thread_id" and "at")'
+                f"conversations must be a list of conversations, got "
+                f"{type(conversations).__name__}: each a list of messages or a dict with "
+                '"messages" (and optionally "thread_id" and "at")'
             )
-        writer: ConversationWriter | None = None
-        checked, chunks, chunk, keys = [], [], [], set()
+        checked, records, keys = [], [], set()
         for place, conversation in enumerate(conversations):
             messages, thread_id, at = _conversation_parts(conversation, place)
             try:
@@ -858,12 +877,11 @@ class RetrievalAgent:
             for record in writer.exchanges(said, **where):
                 if record.key not in keys:  # as remembered one by one: the first copy is kept
                     keys.add(record.key)
-                    chunk.append(record)
-            if len(chunk) >= _REMEMBER_CHUNK:
-                chunks.append(chunk)
-                chunk = []
-        if chunk:
-            chunks.append(chunk)
+                    records.append(record)
+        chunks = [
+            records[start : start + _REMEMBER_CHUNK]
+            for start in range(0, len(records), _REMEMBER_CHUNK)
+        ]
         return writer, checked, chunks
 
     def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
@@ -883,8 +901,6 @@ class RetrievalAgent:
             place, and nothing is stored.
         """
         writer, checked, chunks = self._histories(conversations, user_id)
-        if writer is None:  # no conversations: nothing to store
-            return []
         stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
         for said, where in checked:
             stored += writer.store_facts(said, **where)
@@ -895,8 +911,6 @@ class RetrievalAgent:
     ) -> list[MemoryInfo]:
         """Async :meth:`remember_many`."""
         writer, checked, chunks = self._histories(conversations, user_id)
-        if writer is None:
-            return []
         stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
         for said, where in checked:
             stored += await writer.astore_facts(said, **where)

@@ -198,7 +198,10 @@ def test_store_backend_needs_a_base_store(minilm: Any) -> None:
         StoreBackend({}, minilm, "x")  # type: ignore[arg-type]
 
 
-async def test_a_store_recall_holds_while_background_threads_write(minilm: Any) -> None:
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])
+async def test_a_store_recall_holds_while_background_threads_write(
+    minilm: Any, indexed: bool
+) -> None:
     """Under ``ainvoke`` with an ``InMemoryStore``, recalls run on the loop while
     ``write_memory`` writes from background threads. InMemoryStore is not thread-safe: a
     write that adds a user's namespace while a recall lists the store failed that recall
@@ -210,7 +213,8 @@ async def test_a_store_recall_holds_while_background_threads_write(minilm: Any) 
 
     embedder = QueryEmbedder(minilm)
     embedder.embed(QUESTION)  # writes reuse the turn's question vector: they are quick
-    backend = StoreBackend(InMemoryStore(), embedder, "minilm:384")
+    store = InMemoryStore(index={"dims": 384, "embed": minilm}) if indexed else InMemoryStore()
+    backend = StoreBackend(store, embedder, "minilm:384")
     backend.add(record(FACT, "alice", QUESTION))
     stop, failures = threading.Event(), []
 
@@ -229,7 +233,7 @@ async def test_a_store_recall_holds_while_background_threads_write(minilm: Any) 
     for w in writers:
         w.start()
     try:
-        for _ in range(300):
+        for _ in range(100 if indexed else 200):
             hits, _ = await backend.asearch(QUESTION, "alice", 5)
             assert [h.text for h in hits] == [FACT]
     finally:
@@ -238,3 +242,17 @@ async def test_a_store_recall_holds_while_background_threads_write(minilm: Any) 
         for w in writers:
             w.join(10)
     assert not failures, failures[:3]
+
+
+async def test_an_indexed_store_with_an_async_only_embedder_still_recalls(minilm: Any) -> None:
+    """LangGraph lets a store's index embed with an async function alone; recall under
+    ``ainvoke`` goes through the store's async methods, so that keeps working."""
+
+    async def aembed(texts: list[str]) -> list[list[float]]:
+        return await minilm.aembed_documents(texts)
+
+    store = InMemoryStore(index={"dims": 384, "embed": aembed})
+    backend = StoreBackend(store, minilm, "minilm:384")
+    await backend.aadd(record(FACT, "alice", QUESTION))
+    hits, scanned = await backend.asearch(QUESTION, "alice", 5)
+    assert scanned == 1 and [h.text for h in hits] == [FACT]

@@ -374,6 +374,9 @@ async def test_aremember_many_stores_a_history_at_once(
         ([SESSIONS[1], {"messages": HISTORY, "at": "last Tuesday"}], r"conversations\[1\]"),
         (SESSIONS[0], "a list of conversations"),
         ("hello", "a list of conversations"),
+        (HISTORY, "conversations\\[0\\] is a message: remember_many takes a list"),
+        ([SESSIONS[1], None], r"conversations\[1\] is a NoneType"),
+        (None, "got NoneType"),
     ],
 )
 def test_remember_many_checks_every_conversation_before_storing_any(
@@ -410,6 +413,22 @@ def test_remember_many_embeds_a_history_together(build: Callable[..., Any], mini
     assert calls == [40]
     (hit,) = rag.recall("Which nginx version is on web-17?", user_id="ann", k=1)
     assert "web-17" in hit["text"]
+
+
+def test_remember_many_names_the_user_or_the_agent_not_a_conversation(
+    build: Callable[..., Any], make_agent: Callable[..., Any]
+) -> None:
+    """A problem with the call itself is not blamed on its first conversation, and is
+    found even with no conversations at all."""
+    rag = build("store")
+    for conversations in ([SESSIONS[1]], []):
+        with pytest.raises(ConfigError, match=r"^user_id must not be empty"):
+            rag.remember_many(conversations, user_id="")
+    off = build("store", memory_conversations=False)
+    with pytest.raises(ConfigError, match=r"^conversation memory is off"):
+        off.remember_many([SESSIONS[1]], user_id="ann")
+    with pytest.raises(ConfigError, match=r"^this agent has no long-term memory"):
+        make_agent("no-memory").remember_many([], user_id="ann")
 
 
 def test_remember_takes_langchain_messages(build: Callable[..., Any]) -> None:

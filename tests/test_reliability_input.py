@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.store.memory import InMemoryStore
@@ -417,6 +417,13 @@ def test_non_document_inputs(ingest_agent: Any, item: Any) -> None:
         ingest_agent.add_documents(item)
 
 
+def _names_a_path(text: str) -> bool:
+    try:
+        return bool(text.strip()) and Path(text.strip()).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def test_any_text_document_is_indexed_or_refused(make_agent: Callable[..., Any]) -> None:
     rag = make_agent("bad-docs-text")
 
@@ -424,8 +431,11 @@ def test_any_text_document_is_indexed_or_refused(make_agent: Callable[..., Any])
     @given(text=st.text(min_size=0, max_size=300))
     @example(text="~")  # "~\x00": starts like a path, but no path can hold a NUL byte
     def check(text: str) -> None:
+        item = text + "\x00\ud800"[: len(text) % 3]
+        # text naming an existing file or folder ("/", ".") is that path, read as such
+        assume(not _names_a_path(item))
         try:
-            rag.add_documents([text + "\x00\ud800"[: len(text) % 3]])
+            rag.add_documents([item])
         except IngestError as exc:
             assert "empty" in str(exc) or "no such file" in str(exc), exc
 
@@ -444,7 +454,7 @@ async def test_a_bad_time_is_refused_before_any_model_call(
     rag = make_agent("bad-now", model=model, checkpointer=MemorySaver(), thread_title="llm")
     rag.add_documents(["Snapshots are restored with `snap restore ID`."])
     config = {"configurable": {"thread_id": "t1", "now": "last Tuesday"}}
-    with pytest.raises(ConfigError, match="configurable.now"):
+    with pytest.raises(ConfigError, match=r"configurable\.now"):
         if how == "ainvoke":
             await rag.ainvoke("How are snapshots restored?", config)
         else:

@@ -26,6 +26,7 @@ that made a 1k-memory recall 245 ms instead of ~35), and are cached in-process.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 import threading
@@ -186,6 +187,42 @@ def _lock_of(store: BaseStore) -> threading.Lock:
         return lock
 
 
+async def _acquire(lock: threading.Lock) -> None:
+    """Take ``lock`` from a coroutine without blocking the loop: when it is held, a thread
+    waits for it (in turn with the writers' threads) and hands it over. A waiter cancelled
+    before or after being granted never leaves it held."""
+    if lock.acquire(blocking=False):
+        return
+    loop = asyncio.get_running_loop()
+    granted: asyncio.Future[None] = loop.create_future()
+    abandoned = threading.Event()
+
+    def hand_over() -> None:
+        if granted.done():  # the waiter was cancelled meanwhile
+            lock.release()
+        else:
+            granted.set_result(None)
+
+    def wait() -> None:
+        lock.acquire()
+        if abandoned.is_set():
+            lock.release()
+            return
+        try:
+            loop.call_soon_threadsafe(hand_over)
+        except RuntimeError:  # the loop is closed
+            lock.release()
+
+    threading.Thread(target=wait, name="retrievalagent-store-lock", daemon=True).start()
+    try:
+        await granted
+    except asyncio.CancelledError:
+        abandoned.set()
+        if granted.done() and not granted.cancelled():  # granted, then cancelled
+            lock.release()
+        raise
+
+
 class StoreBackend(PlannedBackend):
     """Adapter over a LangGraph store.
 
@@ -226,9 +263,10 @@ class StoreBackend(PlannedBackend):
         # A sync store's async methods run on the loop's default executor (PostgresStore);
         # its calls go to their own threads instead, so a hung database cannot starve it.
         # LangGraph's InMemoryStore is not thread-safe (a background write adding a user's
-        # namespace while a recall lists the store fails that recall) and cannot hang, so
-        # every call to one takes its lock. A subclass may do I/O, where one hung call
-        # holding the lock would stall every other: it keeps its own async methods.
+        # namespace while a recall lists the store fails that recall), so every call to one
+        # takes its lock. Without a vector index a call cannot block; with one, calls wait
+        # for each other's embedding (docs/memory.md). A subclass may do I/O, where one hung
+        # call holding the lock would stall every other: it keeps its own async methods.
         exact = type(store) is InMemoryStore
         self._guard = _lock_of(store) if exact else None
         self._loop_safe = self.async_native or (isinstance(store, InMemoryStore) and not exact)
@@ -266,14 +304,21 @@ class StoreBackend(PlannedBackend):
         async def abatch() -> Any:
             if self._loop_safe:
                 return await self.store.abatch(ops)
-            # an InMemoryStore without a vector index answers in microseconds: on the loop
-            # when its lock is free, instead of a thread hop per recall
-            if guard is not None and not self.indexed and guard.acquire(blocking=False):
+            if guard is None:
+                return await in_thread(batch)
+            # an InMemoryStore: microseconds without a vector index, so on the loop, not a
+            # thread hop per recall; with one, its own async methods (the index's embedder
+            # may be async-only), the lock waited for without blocking the loop
+            if not self.indexed and guard.acquire(blocking=False):
                 try:
                     return self.store.batch(ops)
                 finally:
                     guard.release()
-            return await in_thread(batch)
+            await _acquire(guard)
+            try:
+                return await self.store.abatch(ops)
+            finally:
+                guard.release()
 
         return IO(batch, abatch)
 
