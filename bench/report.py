@@ -871,7 +871,11 @@ def conversation_scale_section(res: dict[str, Any] | None) -> str:
     for name, r in res["backends"].items():
         s = r["summary"]
         has_target = name in SCALE_STORES
-        label = f"{name} (run of {r['from_run'][:10]})" if r.get("from_run") else name
+        label = (
+            f"{name} (earlier run, {r['from_run'][:16].replace('T', ' ')} UTC)"
+            if r.get("from_run")
+            else name
+        )
         recall_rows.append(
             (
                 label,
@@ -939,7 +943,7 @@ def conversation_scale_section(res: dict[str, Any] | None) -> str:
         "throughput (each ONNX run has a fixed cost of ~1.5 ms), which bounds the first "
         "ratio; the second is what `remember` adds to the embedding it has to do. `remember_many` "
         "takes the same 100 conversations (as new ones) in one call, the way `memory import` "
-        "stores a history: its texts are embedded a few hundred at a time, so it is measured "
+        "stores a history: its texts are embedded 512 at a time, so it is measured "
         "against the one-call figure. A row from an earlier run than this file is marked "
         "with that run's date.\n\n"
         + table(
