@@ -74,6 +74,15 @@ collection_exists = _build.collection_exists
 _REMEMBER_CHUNK = 512
 
 
+def _with_news(
+    checked: list[tuple[list[Said], dict[str, Any]]], stored: Sequence[MemoryHit]
+) -> list[tuple[list[Said], dict[str, Any]]]:
+    """The conversations of an import that stored something new: facts are drawn from
+    those only, so importing a history again asks the model nothing."""
+    threads = {hit.thread_id for hit in stored}
+    return [(said, where) for said, where in checked if where["thread_id"] in threads]
+
+
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
     """The messages, thread id and time of one of ``remember_many``'s conversations."""
     if not isinstance(conversation, Mapping):
@@ -834,7 +843,8 @@ class RetrievalAgent:
         """
         writer, said, where = self._history(messages, user_id, thread_id, at)
         stored = writer.store_now(writer.exchanges(said, **where))
-        stored += writer.store_facts(said, **where)
+        if stored:  # imported before: no second fact extraction (a model call) either
+            stored += writer.store_facts(said, **where)
         return [memory_info(h) for h in stored]
 
     async def aremember(
@@ -848,7 +858,8 @@ class RetrievalAgent:
         """Async :meth:`remember`."""
         writer, said, where = self._history(messages, user_id, thread_id, at)
         stored = await writer.astore_now(writer.exchanges(said, **where))
-        stored += await writer.astore_facts(said, **where)
+        if stored:
+            stored += await writer.astore_facts(said, **where)
         return [memory_info(h) for h in stored]
 
     def _histories(
@@ -902,7 +913,7 @@ class RetrievalAgent:
         """
         writer, checked, chunks = self._histories(conversations, user_id)
         stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
-        for said, where in checked:
+        for said, where in _with_news(checked, stored):
             stored += writer.store_facts(said, **where)
         return [memory_info(h) for h in stored]
 
@@ -912,7 +923,7 @@ class RetrievalAgent:
         """Async :meth:`remember_many`."""
         writer, checked, chunks = self._histories(conversations, user_id)
         stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
-        for said, where in checked:
+        for said, where in _with_news(checked, stored):
             stored += await writer.astore_facts(said, **where)
         return [memory_info(h) for h in stored]
 

@@ -1156,6 +1156,32 @@ def test_remember_draws_facts_from_an_imported_history(build: Callable[..., Any]
     assert "Noted: staging" not in extraction and "PostgreSQL 13" in extraction
 
 
+@pytest.mark.parametrize("how", ["remember", "remember_many"])
+def test_importing_a_history_again_asks_the_model_nothing(
+    build: Callable[..., Any], how: str
+) -> None:
+    """ "Importing the same conversation again stores nothing new" holds with a model too:
+    no second extraction call, and no re-extracted fact returned as stored."""
+    model = ScriptedChatModel(
+        facts=[fact("database", "The staging cluster runs PostgreSQL 13 on Debian 11.", 0)]
+    )
+    rag = build("store", model=model)
+
+    def once() -> list[Any]:
+        if how == "remember":
+            return list(rag.remember(HISTORY, user_id="alice", thread_id="ops", at=AT))
+        other = {"messages": [{"role": "user", "content": "Is the VPN down?"}], "at": AT}
+        batch = [{"messages": HISTORY, "thread_id": "ops", "at": AT}, other]
+        return list(rag.remember_many(batch, user_id="alice"))
+
+    first = once()
+    assert [m["form"] for m in first].count("fact") == 1
+    calls = len(model.inputs("memory"))
+    assert once() == []
+    assert len(model.inputs("memory")) == calls
+    assert len(facts_of(rag.list_memories("alice"))) == 1
+
+
 def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
     build: Callable[..., Any],
 ) -> None:
