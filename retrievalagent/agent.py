@@ -22,6 +22,7 @@ from typing_extensions import Unpack
 from retrievalagent import _build
 from retrievalagent._inputs import check_id, check_top_k, clean_question
 from retrievalagent._override import Overrides
+from retrievalagent._threads import in_thread
 from retrievalagent.config import Settings, call_settings, check_collection
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
@@ -920,8 +921,9 @@ class RetrievalAgent:
     async def aremember_many(
         self, conversations: Iterable[Any], *, user_id: str
     ) -> list[MemoryInfo]:
-        """Async :meth:`remember_many`."""
-        writer, checked, chunks = self._histories(conversations, user_id)
+        """Async :meth:`remember_many`. The conversations are checked on a thread: a long
+        history takes a noticeable time (0.4 s for 3,000) the loop need not wait for."""
+        writer, checked, chunks = await in_thread(lambda: self._histories(conversations, user_id))
         stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
         for said, where in _with_news(checked, stored):
             stored += await writer.astore_facts(said, **where)
