@@ -76,12 +76,13 @@ _REMEMBER_CHUNK = 512
 
 
 def _with_news(
-    checked: list[tuple[list[Said], dict[str, Any]]], stored: Sequence[MemoryHit]
+    checked: list[tuple[list[Said], dict[str, Any], set[str]]], stored: Sequence[MemoryHit]
 ) -> list[tuple[list[Said], dict[str, Any]]]:
-    """The conversations of an import that stored something new: facts are drawn from
-    those only, so importing a history again asks the model nothing."""
-    threads = {hit.thread_id for hit in stored}
-    return [(said, where) for said, where in checked if where["thread_id"] in threads]
+    """The conversations of an import that stored something new (each exchange counts for
+    the first conversation that holds it): facts are drawn from those only, so importing
+    a history again, or a copy of a conversation, asks the model nothing."""
+    news = {hit.key or hit.id for hit in stored}  # a store item's id, mem0's memory_key
+    return [(said, where) for said, where, owned in checked if owned & news]
 
 
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
@@ -865,7 +866,9 @@ class RetrievalAgent:
 
     def _histories(
         self, conversations: Iterable[Any], user_id: str
-    ) -> tuple[ConversationWriter, list[tuple[list[Said], dict[str, Any]]], list[list[Any]]]:
+    ) -> tuple[
+        ConversationWriter, list[tuple[list[Said], dict[str, Any], set[str]]], list[list[Any]]
+    ]:
         """Every conversation of :meth:`remember_many` checked (a bad one names its place and
         stops the call before anything is stored), and their exchanges in chunks of
         ``_REMEMBER_CHUNK``, each chunk one embedding call and one write."""
@@ -885,11 +888,13 @@ class RetrievalAgent:
                 writer, said, where = self._history(messages, user_id, thread_id, at)
             except ConfigError as exc:
                 raise ConfigError(f"conversations[{place}]: {exc}") from None
-            checked.append((said, where))
+            owned = set()
             for record in writer.exchanges(said, **where):
                 if record.key not in keys:  # as remembered one by one: the first copy is kept
                     keys.add(record.key)
+                    owned.add(record.key)
                     records.append(record)
+            checked.append((said, where, owned))
         chunks = [
             records[start : start + _REMEMBER_CHUNK]
             for start in range(0, len(records), _REMEMBER_CHUNK)

@@ -256,3 +256,29 @@ async def test_an_indexed_store_with_an_async_only_embedder_still_recalls(minilm
     await backend.aadd(record(FACT, "alice", QUESTION))
     hits, scanned = await backend.asearch(QUESTION, "alice", 5)
     assert scanned == 1 and [h.text for h in hits] == [FACT]
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])
+def test_a_sync_call_inside_async_code_never_waits_for_ever(minilm: Any, indexed: bool) -> None:
+    """A sync recall made on the event loop's thread (a sync helper inside an async
+    endpoint) while that loop's tasks recall from the same InMemoryStore: the lock is never
+    held by a suspended task, so the sync call cannot wait for one that cannot run."""
+    import asyncio
+    import threading
+
+    store = InMemoryStore(index={"dims": 384, "embed": minilm}) if indexed else InMemoryStore()
+    backend = StoreBackend(store, minilm, "minilm:384")
+    backend.add(record(FACT, "alice", QUESTION))
+    found: list[Any] = []
+
+    async def main() -> None:
+        tasks = [asyncio.create_task(backend.asearch(QUESTION, "alice", 5)) for _ in range(5)]
+        await asyncio.sleep(0)  # the tasks are inside their store calls
+        found.append(backend.search(QUESTION, "alice", 5))  # blocks the loop's thread
+        found.extend(await asyncio.gather(*tasks))
+
+    runner = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
+    runner.start()
+    runner.join(60)
+    assert not runner.is_alive(), "the sync call waited for ever for the store's lock"
+    assert len(found) == 6 and all([h.text for h in hits] == [FACT] for hits, _ in found)

@@ -1182,6 +1182,28 @@ def test_importing_a_history_again_asks_the_model_nothing(
     assert len(facts_of(rag.list_memories("alice"))) == 1
 
 
+def test_an_import_asks_the_model_about_new_conversations_only(
+    build: Callable[..., Any],
+) -> None:
+    """Facts are drawn from each conversation that stored something new, not from every
+    conversation of a thread that did: a channel imported day by day asks the model about
+    the new day only, and a conversation given twice is asked about once."""
+    model = ScriptedChatModel(facts=[fact("database", "I run PostgreSQL 13.", 0)])
+    rag = build("store", model=model)
+
+    def day(n: int) -> dict[str, Any]:
+        said = f"Day {n}: I moved host db-{n} to rack B{n}."
+        return {"messages": [{"role": "user", "content": said}], "thread_id": "ops", "at": AT}
+
+    rag.remember_many([day(n) for n in range(3)], user_id="alice")
+    assert len(model.inputs("memory")) == 3
+    stored = rag.remember_many([day(n) for n in range(4)], user_id="alice")
+    assert len(model.inputs("memory")) == 4  # the fourth day only
+    assert [m["text"] for m in said(stored)] == ["user: Day 3: I moved host db-3 to rack B3."]
+    rag.remember_many([day(7), day(7)], user_id="alice")
+    assert len(model.inputs("memory")) == 5  # the copy is not asked about again
+
+
 def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
     build: Callable[..., Any],
 ) -> None:

@@ -187,42 +187,6 @@ def _lock_of(store: BaseStore) -> threading.Lock:
         return lock
 
 
-async def _acquire(lock: threading.Lock) -> None:
-    """Take ``lock`` from a coroutine without blocking the loop: when it is held, a thread
-    waits for it (in turn with the writers' threads) and hands it over. A waiter cancelled
-    before or after being granted never leaves it held."""
-    if lock.acquire(blocking=False):
-        return
-    loop = asyncio.get_running_loop()
-    granted: asyncio.Future[None] = loop.create_future()
-    abandoned = threading.Event()
-
-    def hand_over() -> None:
-        if granted.done():  # the waiter was cancelled meanwhile
-            lock.release()
-        else:
-            granted.set_result(None)
-
-    def wait() -> None:
-        lock.acquire()
-        if abandoned.is_set():
-            lock.release()
-            return
-        try:
-            loop.call_soon_threadsafe(hand_over)
-        except RuntimeError:  # the loop is closed
-            lock.release()
-
-    threading.Thread(target=wait, name="retrievalagent-store-lock", daemon=True).start()
-    try:
-        await granted
-    except asyncio.CancelledError:
-        abandoned.set()
-        if granted.done() and not granted.cancelled():  # granted, then cancelled
-            lock.release()
-        raise
-
-
 class StoreBackend(PlannedBackend):
     """Adapter over a LangGraph store.
 
@@ -301,24 +265,27 @@ class StoreBackend(PlannedBackend):
             with guard:
                 return self.store.batch(ops)
 
+        def indexed_batch() -> Any:
+            # the store's async methods on this thread's own loop: an index may embed with
+            # an async function only, which the sync ``batch`` cannot call
+            assert guard is not None  # only InMemoryStores come here
+            with guard:
+                return asyncio.run(self.store.abatch(ops))
+
         async def abatch() -> Any:
             if self._loop_safe:
                 return await self.store.abatch(ops)
             if guard is None:
                 return await in_thread(batch)
-            # an InMemoryStore: microseconds without a vector index, so on the loop, not a
-            # thread hop per recall; with one, its own async methods (the index's embedder
-            # may be async-only), the lock waited for without blocking the loop
+            # An InMemoryStore. The lock is only ever held by a thread running a call, never
+            # by a suspended task: a loop blocked on it (a sync call inside async code, a
+            # full write queue) would wait for ever for a task that cannot run.
             if not self.indexed and guard.acquire(blocking=False):
-                try:
+                try:  # microseconds, no suspension: on the loop, no thread hop
                     return self.store.batch(ops)
                 finally:
                     guard.release()
-            await _acquire(guard)
-            try:
-                return await self.store.abatch(ops)
-            finally:
-                guard.release()
+            return await in_thread(indexed_batch if self.indexed else batch)
 
         return IO(batch, abatch)
 
