@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import Mem0Backend, StoreBackend, user_id_from_config
 from retrievalagent.memory._base import fact_text, recall_text
 from tests.support.chat import prompt_text
-from tests.support.memory import mem0_config, mem0_extractor, record
+from tests.support.memory import CountingEmbeddings, mem0_config, mem0_extractor, record
 
 FACT = '"password" is called "passphrase" in these documents'
 QUESTION = "Which environment variable can hold the encryption password?"
@@ -151,17 +150,9 @@ def test_store_write_reuses_the_turns_question_vector(minilm: Any) -> None:
     memory is found by is the question's, already computed by the turn's dense search."""
     from retrievalagent.retrieval import QueryEmbedder
 
-    calls: list[int] = []
-
-    class Counting(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            calls.append(len(texts))
-            return minilm.embed_documents(texts)
-
-        def embed_query(self, text: str) -> list[float]:
-            return self.embed_documents([text])[0]
-
-    embedder = QueryEmbedder(Counting())
+    counting = CountingEmbeddings(minilm)
+    calls = counting.calls
+    embedder = QueryEmbedder(counting)
     embedder.embed(QUESTION)  # the turn's dense search
     backend = StoreBackend(InMemoryStore(), embedder, "minilm:384")
     backend.add(record(FACT, "alice", QUESTION))

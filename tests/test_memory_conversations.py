@@ -30,7 +30,7 @@ from retrievalagent.memory import Mem0Backend
 from retrievalagent.types import Grade
 from tests.faults import FaultPlan, FaultyAsyncMem0, FaultyStore
 from tests.support.chat import ScriptedChatModel, prompt_text, question_of, system_text
-from tests.support.memory import mem0_config
+from tests.support.memory import CountingEmbeddings, mem0_config
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -391,19 +391,9 @@ def test_remember_many_checks_every_conversation_before_storing_any(
 def test_remember_many_embeds_a_history_together(build: Callable[..., Any], minilm: Any) -> None:
     """Why it exists: the embedder runs best on large batches, so forty conversations are
     one embedding call, not forty."""
-    from langchain_core.embeddings import Embeddings
-
-    calls: list[int] = []
-
-    class Counting(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            calls.append(len(texts))
-            return minilm.embed_documents(texts)
-
-        def embed_query(self, text: str) -> list[float]:
-            return minilm.embed_query(text)
-
-    rag = build("store", embeddings=Counting())
+    counting = CountingEmbeddings(minilm)
+    calls = counting.calls
+    rag = build("store", embeddings=counting)
     calls.clear()
     history = [
         {"messages": [{"role": "user", "content": f"Host web-{n:02d} runs nginx {n}.1."}]}

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
@@ -22,6 +23,7 @@ from tests.support.chat import ScriptedChatModel, prompt_text
 __all__ = [
     "ALIASES",
     "SAMPLE_QUESTIONS",
+    "CountingEmbeddings",
     "extracted_hints",
     "mem0_config",
     "mem0_extractor",
@@ -74,3 +76,19 @@ def record(fact: str, user: str = "alice", question: str = "") -> MemoryRecord:
 def trace_events(state: Any, node: str) -> list[dict[str, Any]]:
     """The trace events one graph node wrote."""
     return [e for e in state.trace if e.get("node") == node]
+
+
+class CountingEmbeddings(Embeddings):
+    """``inner``'s embeddings, with the size of every call in ``calls`` (a query is a call
+    of one text): for tests of how work is batched."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+        self.calls: list[int] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
