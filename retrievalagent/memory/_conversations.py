@@ -293,11 +293,14 @@ def exchange_records(
     title = mask_secrets(title)[0]
     records = []
     for place, raw in enumerate(_units(said)):
-        cleaned = [_masked(m) for m in raw]
-        unit = [m for m, _ in cleaned]
-        text, masked = mask_secrets("\n".join(_line(m) for m in unit))
-        masked += sum(found for _, found in cleaned)
-        people = "\n".join(_line(m) for m in unit if m.role != "assistant")
+        unit, masked = masked_said(raw)
+        # each line masked again after its cut: a cut may join words into a secret's shape
+        lines = [mask_secrets(_line(m)) for m in unit]
+        masked += sum(found for _, found in lines)
+        text = "\n".join(line for line, _ in lines)
+        people = "\n".join(
+            line for m, (line, _) in zip(unit, lines, strict=True) if m.role != "assistant"
+        )
         messages = [
             {"role": m.role, "content": clip_said(m.content)} | ({"name": m.name} if m.name else {})
             for m in unit
@@ -323,7 +326,7 @@ def exchange_records(
                 masked=masked,
                 replaces=after is not None,
                 messages=messages,
-                said=mask_secrets(people)[0],
+                said=people,
                 speakers=list(
                     dict.fromkeys(m.name for m in unit if m.name and m.role != "assistant")
                 ),
