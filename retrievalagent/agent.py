@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -30,6 +30,7 @@ from retrievalagent.index import Condition, LexicalEncoder, VectorIndex
 from retrievalagent.ingest import Ingestor, IngestReport, read_inputs, source_key
 from retrievalagent.memory import (
     BackgroundWrites,
+    ConversationRecord,
     ConversationWriter,
     Mem0Backend,
     MemoryBackend,
@@ -75,14 +76,21 @@ collection_exists = _build.collection_exists
 _REMEMBER_CHUNK = 512
 
 
-def _with_news(
-    checked: list[tuple[list[Said], dict[str, Any], set[str]]], stored: Sequence[MemoryHit]
-) -> list[tuple[list[Said], dict[str, Any]]]:
-    """The conversations of an import that stored something new (each exchange counts for
-    the first conversation that holds it): facts are drawn from those only, so importing
-    a history again, or a copy of a conversation, asks the model nothing."""
+class _Import(NamedTuple):
+    """One conversation of an import, checked: what was said, where and when, and the keys
+    of the exchanges it is the first of the import to hold."""
+
+    said: list[Said]
+    where: dict[str, Any]
+    keys: set[str]
+
+
+def _with_news(imports: list[_Import], stored: Sequence[MemoryHit]) -> list[_Import]:
+    """The conversations of an import that stored something new: facts are drawn from
+    those only, so importing a history again, or a copy of a conversation, asks the model
+    nothing."""
     news = {hit.key or hit.id for hit in stored}  # a store item's id, mem0's memory_key
-    return [(said, where) for said, where, owned in checked if owned & news]
+    return [item for item in imports if item.keys & news]
 
 
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
@@ -843,11 +851,8 @@ class RetrievalAgent:
             What was stored: the exchanges (and, with a model and a store backend, facts
             about the user). Importing the same conversation again stores nothing new.
         """
-        writer, said, where = self._history(messages, user_id, thread_id, at)
-        stored = writer.store_now(writer.exchanges(said, **where))
-        if stored:  # imported before: no second fact extraction (a model call) either
-            stored += writer.store_facts(said, **where)
-        return [memory_info(h) for h in stored]
+        writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)
+        return self._store_imports(writer, imports, chunks)
 
     async def aremember(
         self,
@@ -858,17 +863,20 @@ class RetrievalAgent:
         at: Any = None,
     ) -> list[MemoryInfo]:
         """Async :meth:`remember`."""
+        writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)
+        return await self._astore_imports(writer, imports, chunks)
+
+    def _one_history(
+        self, messages: Any, user_id: str, thread_id: str | None, at: Any
+    ) -> tuple[ConversationWriter, list[_Import], list[list[ConversationRecord]]]:
+        """:meth:`remember`'s conversation, checked, as an import of one."""
         writer, said, where = self._history(messages, user_id, thread_id, at)
-        stored = await writer.astore_now(writer.exchanges(said, **where))
-        if stored:
-            stored += await writer.astore_facts(said, **where)
-        return [memory_info(h) for h in stored]
+        records = writer.exchanges(said, **where)
+        return writer, [_Import(said, where, {r.key for r in records})], [records]
 
     def _histories(
         self, conversations: Iterable[Any], user_id: str
-    ) -> tuple[
-        ConversationWriter, list[tuple[list[Said], dict[str, Any], set[str]]], list[list[Any]]
-    ]:
+    ) -> tuple[ConversationWriter, list[_Import], list[list[ConversationRecord]]]:
         """Every conversation of :meth:`remember_many` checked (a bad one names its place and
         stops the call before anything is stored), and their exchanges in chunks of
         ``_REMEMBER_CHUNK``, each chunk one embedding call and one write."""
@@ -881,25 +889,48 @@ class RetrievalAgent:
                 f"{type(conversations).__name__}: each a list of messages or a dict with "
                 '"messages" (and optionally "thread_id" and "at")'
             )
-        checked, records, keys = [], [], set()
+        imports: list[_Import] = []
+        records: list[ConversationRecord] = []
+        held: set[str] = set()
         for place, conversation in enumerate(conversations):
             messages, thread_id, at = _conversation_parts(conversation, place)
             try:
-                writer, said, where = self._history(messages, user_id, thread_id, at)
+                _, said, where = self._history(messages, user_id, thread_id, at)
             except ConfigError as exc:
                 raise ConfigError(f"conversations[{place}]: {exc}") from None
-            owned = set()
-            for record in writer.exchanges(said, **where):
-                if record.key not in keys:  # as remembered one by one: the first copy is kept
-                    keys.add(record.key)
-                    owned.add(record.key)
-                    records.append(record)
-            checked.append((said, where, owned))
+            # as remembered one by one: a copy of an exchange already in the import is not
+            fresh = {r.key: r for r in writer.exchanges(said, **where) if r.key not in held}
+            held.update(fresh)
+            records += fresh.values()
+            imports.append(_Import(said, where, set(fresh)))
         chunks = [
             records[start : start + _REMEMBER_CHUNK]
             for start in range(0, len(records), _REMEMBER_CHUNK)
         ]
-        return writer, checked, chunks
+        return writer, imports, chunks
+
+    @staticmethod
+    def _store_imports(
+        writer: ConversationWriter,
+        imports: list[_Import],
+        chunks: list[list[ConversationRecord]],
+    ) -> list[MemoryInfo]:
+        """Write an import's exchanges, then draw facts from its conversations with news."""
+        stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
+        for item in _with_news(imports, stored):
+            stored += writer.store_facts(item.said, **item.where)
+        return [memory_info(h) for h in stored]
+
+    @staticmethod
+    async def _astore_imports(
+        writer: ConversationWriter,
+        imports: list[_Import],
+        chunks: list[list[ConversationRecord]],
+    ) -> list[MemoryInfo]:
+        stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
+        for item in _with_news(imports, stored):
+            stored += await writer.astore_facts(item.said, **item.where)
+        return [memory_info(h) for h in stored]
 
     def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
         """:meth:`remember` for many conversations of ``user_id`` at once: the way to import
@@ -917,22 +948,15 @@ class RetrievalAgent:
             Every conversation is checked first: a bad one is a ``ConfigError`` naming its
             place, and nothing is stored.
         """
-        writer, checked, chunks = self._histories(conversations, user_id)
-        stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
-        for said, where in _with_news(checked, stored):
-            stored += writer.store_facts(said, **where)
-        return [memory_info(h) for h in stored]
+        return self._store_imports(*self._histories(conversations, user_id))
 
     async def aremember_many(
         self, conversations: Iterable[Any], *, user_id: str
     ) -> list[MemoryInfo]:
         """Async :meth:`remember_many`. The conversations are checked on a thread: a long
         history takes a noticeable time (0.4 s for 3,000) the loop need not wait for."""
-        writer, checked, chunks = await in_thread(lambda: self._histories(conversations, user_id))
-        stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
-        for said, where in _with_news(checked, stored):
-            stored += await writer.astore_facts(said, **where)
-        return [memory_info(h) for h in stored]
+        checked = await in_thread(lambda: self._histories(conversations, user_id))
+        return await self._astore_imports(*checked)
 
     def _recall_request(
         self, query: str, user_id: str, k: int, now: Any
