@@ -306,7 +306,7 @@ class Settings:
     )
     conversation_top_k: int = _count(
         "RAG_CONVERSATION_TOP_K",
-        5,
+        8,
         "Most conversation memories recalled into one answer prompt.",
         0,
         100,

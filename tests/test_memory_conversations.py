@@ -644,6 +644,53 @@ def test_a_second_phrasing_recalls_the_same_statement(build: Callable[..., Any])
         assert SAID in best["text"], (question, best)
 
 
+def dev_people(*user_ids: str) -> list[dict[str, Any]]:
+    """People of the conversation bench's dev half (bench/memory/data), our own set."""
+    from bench.memory.conversations import load
+
+    people = [u for u in load()["users"] if u["user_id"] in user_ids]
+    assert [u["split"] for u in people] == ["dev"] * len(user_ids)
+    return people
+
+
+def recall_misses(rag: Any, people: list[dict[str, Any]], questions: set[str]) -> list[Any]:
+    """Remember every session of ``people``, then ask ``questions``: the evidence turns each
+    question's ten best recalled memories do not cover."""
+    misses = []
+    for person in people:
+        user = person["user_id"]
+        for session in person["sessions"]:
+            at, thread = session["at"], session["thread_id"]
+            rag.remember(session["messages"], user_id=user, thread_id=thread, at=at)
+        for q in (q for q in person["questions"] if q["id"] in questions):
+            hits = rag.recall(q["question"], user_id=user, k=10, now=q["asked_at"])
+            found = {str(s.get("turn")) for h in hits for s in h["sources"]}
+            if not set(q["evidence"]) <= found:
+                misses.append((q["id"], q["question"], [h["text"][:60] for h in hits]))
+    return misses
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_a_follow_up_is_found_by_what_it_answers(build: Callable[..., Any], kind: str) -> None:
+    """A follow-up rarely repeats its topic: "passed all his phase 4 exams" answers the
+    assistant's "How did Seán do?" after "Seán is back from college", and "still streaming
+    ... one report ran for 50 minutes" the question about the paging alert before it. Asked
+    about that topic later, recall finds the follow-up in its ten best."""
+    questions = {"marcus-q07", "maya-q02"}
+    assert recall_misses(build(kind), dev_people("marcus", "maya"), questions) == []
+
+
+def test_a_question_about_the_past_recalls_its_paraphrase(build: Callable[..., Any]) -> None:
+    """ "Why couldn't I leave the shutter open for long with my original setup?" shares no
+    word with "anything past about 15 seconds gets arcs at the edges", and "How long are my
+    individual subs these days?" none with "60 × 180 s": once the question is plainly about
+    the user's past, such a memory is recalled although its relevance alone is under the
+    bar. A question about nothing they said still recalls nothing."""
+    rag = build("store")
+    assert recall_misses(rag, dev_people("raj"), {"raj-q01", "raj-q11"}) == []
+    assert rag.recall("What is the boiling point of ethanol?", user_id="raj") == []
+
+
 # -- 4. isolation ---------------------------------------------------------------------------
 BOB_SAID = "MySQL 8 on Ubuntu 22.04"
 BOB_STATEMENT = f"Our fleet runs {BOB_SAID}. How do backups work?"

@@ -191,6 +191,8 @@ class LibraryRecall:
         self.k = k
         #: question id -> the evidence turns its end-to-end answer prompt carried, dated
         self.prompts: dict[str, list[str]] = {}
+        #: question id -> characters of that prompt's memory block
+        self.prompt_chars: dict[str, int] = {}
         # Any: remember/recall are issue 21's new API, absent from older agents.
         self.rag: Any = init_agent(
             "conversation-bench", backend_url=":memory:", memory_store=InMemoryStore()
@@ -221,16 +223,16 @@ class LibraryRecall:
             # asked when the question says, so "last week" means the week before it
             hits = self.rag.recall(q["question"], user_id=uid, k=self.k, now=q["asked_at"])
             out[q["id"]] = [_hit_turns(hit) for hit in hits]
-            self.prompts[q["id"]] = self._prompt_carries(uid, q, said)
+            self.prompts[q["id"]], self.prompt_chars[q["id"]] = self._prompt_carries(uid, q, said)
         return out
 
     def _prompt_carries(
         self, uid: str, q: dict[str, Any], said: dict[str, tuple[str, dict[str, Any]]]
-    ) -> list[str]:
+    ) -> tuple[list[str], int]:
         """Ask the question as a turn of its own (offline, in a new thread, at its time) and
         return the evidence turns whose words the answer prompt's memory block carries on a
         line dated with the day they were said (in the question's time zone, as the prompt
-        dates them); the turn is forgotten again after."""
+        dates them), and the block's size in characters; the turn is forgotten again after."""
         thread = f"bench-{q['id']}"
         config = {"configurable": {"user_id": uid, "thread_id": thread, "now": q["asked_at"]}}
         context = self.rag.invoke(q["question"], config=config).memory_context
@@ -246,7 +248,7 @@ class LibraryRecall:
                 line.startswith(f"- {day}") and words in " ".join(line.split()) for line in lines
             ):
                 carried.append(turn)
-        return carried
+        return carried, len(context)
 
 
 def _hit_turns(hit: dict[str, Any]) -> tuple[str, ...]:
@@ -337,16 +339,25 @@ def render(table: dict[str, Any], names: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def prompt_shares(rows: list[dict[str, Any]], carried: dict[str, list[str]]) -> dict[str, Any]:
+def prompt_shares(
+    rows: list[dict[str, Any]], carried: dict[str, list[str]], chars: dict[str, int]
+) -> dict[str, Any]:
     """Per split: of the turns whose recall@10 finds some evidence, how many end-to-end
-    prompts carry (some of) what it found, dated."""
+    prompts carry (some of) what it found, dated; and the mean size of every turn's
+    memory block (characters)."""
     out: dict[str, Any] = {}
     for split in (*SPLITS, "all"):
         found = [r for r in rows if split in ("all", r["split"]) and r["recall"]["r@10"] > 0]
         if not found:
             continue
         hits = sum(bool(carried.get(r["id"])) for r in found)
-        out[split] = {"found": len(found), "carried": hits, "share": round(hits / len(found), 4)}
+        sizes = [chars[r["id"]] for r in rows if split in ("all", r["split"]) and r["id"] in chars]
+        out[split] = {
+            "found": len(found),
+            "carried": hits,
+            "share": round(hits / len(found), 4),
+            "mean_memory_chars": round(sum(sizes) / len(sizes), 1) if sizes else None,
+        }
     return out
 
 
@@ -411,11 +422,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     names = [n for n in order if rows and n in rows[0]]
     table = summarize(rows, names)
     print(render(table, names))
-    prompts = prompt_shares(rows, library.prompts) if "recall" in methods else {}
+    prompts = (
+        prompt_shares(rows, library.prompts, library.prompt_chars) if "recall" in methods else {}
+    )
     for split, share in prompts.items():
         print(
             f"{split}: the answer prompt carries found evidence, dated, in "
-            f"{share['carried']} of {share['found']} turns ({share['share']:.1%})"
+            f"{share['carried']} of {share['found']} turns ({share['share']:.1%}); its memory "
+            f"block averages {share['mean_memory_chars']} characters"
         )
     for note in notes:
         print(note, file=sys.stderr)

@@ -102,6 +102,9 @@ class MemoryHit:
     #: whether it was said in the time the question points to.
     lexical: float | None = None
     in_window: bool = False
+    #: Conversation memory: its relevance by its own words, without what the exchange
+    #: before it lends it (``score`` counts that; the relevance gate reads this).
+    alone: float | None = None
 
 
 @dataclass

@@ -103,6 +103,9 @@ class ConversationRecord:
     replaces: bool = False
     #: The messages as said (secrets masked), for a backend that extracts its own facts.
     messages: list[dict[str, str]] = field(default_factory=list)
+    #: Where the exchange stands in its conversation (0: first), which recall reads to know
+    #: what was said just before it (the exchanges of one import share their time).
+    place: int = 0
 
     def value(self, written: str) -> dict[str, Any]:
         """The record as a store item's value (without its vector)."""
@@ -119,6 +122,7 @@ class ConversationRecord:
             "message_ids": self.message_ids,
             "said": self.said or self.text,
             "speakers": self.speakers,
+            "place": self.place,
         }
 
 
@@ -324,6 +328,7 @@ def exchange_records(
                 message_ids=[i for i in ids if i],
                 key=_key("x", thread_id, "" if thread_id or all(ids) else dated, identity),
                 masked=masked,
+                place=place,
                 replaces=after is not None,
                 messages=messages,
                 said=people,

@@ -8,13 +8,18 @@ over the same term ids the corpus uses (the lexical list), so names, numbers and
 match by their words. The two lists are fused by the agent's own fuser, as document search
 fuses its lists.
 
-Each candidate also carries two absolute scores, since a fused score is relative to its
-lists and cannot say whether anything is relevant at all: ``similarity`` (cosine) and
-``lexical`` (the share of the query's IDF weight the memory contains). Selection gates on
-those (``memory._recall``).
+Each candidate also carries absolute scores, since a fused score is relative to its lists
+and cannot say whether anything is relevant at all: ``similarity`` (cosine), ``lexical``
+(the share of the query's IDF weight the memory contains) and ``alone`` (their mix before
+context, below). Selection gates on those (``memory._recall``).
 
 A time window (from "last week", "in March", ... see ``memory._temporal``) puts the
 memories said within it first, each part ranked by relevance.
+
+An exchange also ranks by the one just before it in its conversation (``CONTEXT_STEPS``,
+``CONTEXT_DECAY``): a follow-up ("passed all his phase 4 exams", after "How did Seán do?")
+is about what was said before it, which its own words rarely name. That orders the lists;
+the relevance gate reads a memory's own words (``Candidate.alone``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -50,11 +55,16 @@ MEMORY_DENSE_WEIGHT = 0.6
 #: Added to the fused score (convex fusion: 0 to 1) of what a person the question names
 #: said ("What did Sam say about the crash?"), chosen on the same dev half.
 SPEAKER_BONUS = 0.3
+_Score = TypeVar("_Score", float, np.ndarray)  # one memory's, or every row's at once
 #: The fewest memories IDF is computed as if there were (see ``UserIndex._idf``).
 _MIN_IDF_DOCS = 100
+#: How many exchanges back in its conversation a memory draws relevance from, and the share
+#: of it each step keeps (chosen on the dev half of bench/memory's conversation set).
+CONTEXT_STEPS = 1
+CONTEXT_DECAY = 0.6
 
 
-def relevance(similarity: float, lexical: float) -> float:
+def relevance(similarity: _Score, lexical: _Score) -> _Score:
     """How relevant a memory is to a question, on an absolute scale (fused scores are
     relative to their lists): its similarity and its share of the question's word weight,
     mixed with the fusion's own weights. ``conversation_relevance_threshold`` gates it."""
@@ -83,8 +93,8 @@ class Candidate:
     lexical: float
     fused: float
     in_window: bool = False
-    #: How far its similarity stands above the user's other memories' (standard scores).
-    standout: float = 0.0
+    #: Its relevance by its own words, before the exchange before it lends it any.
+    alone: float = 0.0
 
 
 @dataclass
@@ -97,6 +107,8 @@ class _Rows:
     threads: list[str] = field(default_factory=list)
     speakers: list[frozenset[str]] = field(default_factory=list)
     terms: list[dict[int, float]] = field(default_factory=list)
+    places: list[int] = field(default_factory=list)
+    exchanges: list[bool] = field(default_factory=list)  # form "exchange" (not a fact)
 
 
 class UserIndex:
@@ -113,6 +125,12 @@ class UserIndex:
         # and the times said (rebuilt at the first search after a change).
         self._alive = np.zeros(0, dtype=bool)
         self._at: np.ndarray | None = None
+        # the exchange before each row (see _previous): kept up as rows are added in the
+        # order said, rebuilt when one comes earlier than its thread's last or one is removed
+        self._before_rows: list[int] = []
+        self._last_of: dict[str, int] = {}  # thread -> its latest row
+        self._before_stale = False
+        self._before: np.ndarray | None = None  # _before_rows as an array
         # term -> (rows, weights) as lists, and as arrays once a search needed them
         self._postings: dict[int, tuple[list[int], list[float]]] = {}
         self._posting_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -153,6 +171,10 @@ class UserIndex:
         self._at = None
         thread = str(value.get("thread_id") or "")
         self._rows.threads.append(thread)
+        place = value.get("place")
+        self._rows.places.append(place if isinstance(place, int) and place >= 0 else 0)
+        self._rows.exchanges.append(value.get("form") in (None, "", "exchange"))
+        self._follow(row, thread)
         names = value.get("speakers")
         people = (
             frozenset(str(n).casefold() for n in names if n)
@@ -188,6 +210,7 @@ class UserIndex:
 
     def _kill(self, row: int) -> None:
         self._alive[row] = False
+        self._before_stale = True
         self._dead += 1
         for term in self._rows.terms[row]:
             self._df[term] -= 1
@@ -304,14 +327,14 @@ class UserIndex:
         if query_vector.shape[0] == self._matrix.shape[1]:
             similarity = _dot(self._matrix[:size], query_vector)
         bm25, share = self._lexical(list(self.encoder.query_terms(query)), size)
+        alone = relevance(similarity, share)
+        before = self._previous()
+        similarity, bm25, share = (_in_context(a, before) for a in (similarity, bm25, share))
         named = self._named(query)
         spoken = np.zeros(size, dtype=bool)
         if named:
             spoken = np.fromiter((bool(named & s) for s in self._rows.speakers), bool, count=size)
-        live = similarity[alive]
-        spread = float(live.std()) if live.size > 1 else 0.0
-        standout = (similarity - float(live.mean())) / spread if spread > 1e-6 else similarity * 0
-        scores = _Scores(similarity, bm25, share, spoken, standout)
+        scores = _Scores(similarity, bm25, share, spoken, alone)
         if window is None:
             return self._ranked(scores, alive, fuser, limit, in_window=False)
         if self._at is None:
@@ -320,6 +343,48 @@ class UserIndex:
         first = self._ranked(scores, inside, fuser, limit, in_window=True)
         rest = self._ranked(scores, alive & ~inside, fuser, limit - len(first), in_window=False)
         return first + rest
+
+    def _follow(self, row: int, thread: str) -> None:
+        """Note the exchange before a new row, when it is said after every row of its
+        thread held (the usual case: a conversation is stored in order); else leave it to
+        the rebuild of ``_previous``."""
+        self._before_rows.append(-1)
+        self._before = None
+        if self._before_stale or not thread or not self._rows.exchanges[row]:
+            return
+        last = self._last_of.get(thread)
+        if last is not None and self._said_order(last) > self._said_order(row):
+            self._before_stale = True
+            return
+        self._before_rows[row] = -1 if last is None else last
+        self._last_of[thread] = row
+
+    def _said_order(self, row: int) -> tuple[str, int]:
+        return self._rows.at[row], self._rows.places[row]
+
+    def _previous(self) -> np.ndarray:
+        """Per row, the row of the exchange said just before it in its conversation (-1:
+        none, or not an exchange): by time, then place, then the order stored."""
+        if self._before_stale:
+            size = len(self._rows.keys)
+            if self._at is None:
+                self._at = np.array(self._rows.at, dtype=str)
+            threads = np.array(self._rows.threads, dtype=str)
+            places = np.array(self._rows.places, dtype=np.int64)
+            usable = self._alive[:size] & np.array(self._rows.exchanges, dtype=bool)
+            usable &= threads != ""  # without a thread, two memories are no conversation
+            rows = np.flatnonzero(usable)
+            order = rows[np.lexsort((rows, places[rows], self._at[rows], threads[rows]))]
+            before = np.full(size, -1, dtype=np.int64)
+            same = threads[order[1:]] == threads[order[:-1]]
+            before[order[1:][same]] = order[:-1][same]
+            ends = np.append(~same, True)[: order.size]  # each thread's last row
+            self._last_of = {self._rows.threads[r]: int(r) for r in order[ends]}
+            self._before_rows = before.tolist()
+            self._before, self._before_stale = before, False
+        if self._before is None:
+            self._before = np.array(self._before_rows, dtype=np.int64)
+        return self._before
 
     def _named(self, query: str) -> frozenset[str]:
         """The speakers of this user's memories that ``query`` names."""
@@ -364,7 +429,7 @@ class UserIndex:
                     lexical=float(scores.share[row]),
                     fused=float(fused_scores.get(key, 0.0)),
                     in_window=in_window,
-                    standout=float(scores.standout[row]),
+                    alone=float(scores.alone[row]),
                 )
             )
         return out
@@ -392,7 +457,22 @@ class _Scores:
     bm25: np.ndarray
     share: np.ndarray
     spoken: np.ndarray  # said by a person the question names
-    standout: np.ndarray
+    alone: np.ndarray  # relevance by a memory's own words
+
+
+def _in_context(scores: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """Each row's score, or that of an exchange up to ``CONTEXT_STEPS`` before it in its
+    conversation (``before``: see ``UserIndex._previous``) times ``CONTEXT_DECAY`` per
+    step, whichever is higher."""
+    lifted, back, keep = scores.copy(), before, 1.0
+    for _ in range(CONTEXT_STEPS):
+        keep *= CONTEXT_DECAY
+        has = back >= 0
+        if not has.any():
+            break
+        lifted[has] = np.maximum(lifted[has], keep * scores[back[has]])
+        back = np.where(has, before[np.maximum(back, 0)], -1)
+    return lifted
 
 
 def _top(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:

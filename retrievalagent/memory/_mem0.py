@@ -356,7 +356,7 @@ class Mem0Backend(PlannedBackend):
             hit.score = relevance(found_one.similarity, found_one.lexical)
             hit.similarity, hit.lexical = found_one.similarity, found_one.lexical
             hit.matched = "window" if found_one.in_window else "conversation"
-            hit.in_window = found_one.in_window
+            hit.in_window, hit.alone = found_one.in_window, found_one.alone
             hit.metadata["fused"] = found_one.fused
             out.append(hit)
         return out
@@ -448,6 +448,8 @@ class Mem0Backend(PlannedBackend):
             metadata["reply"] = record.text[len(said) :].strip()
         if record.speakers:
             metadata["speakers"] = record.speakers
+        if record.place:
+            metadata["place"] = record.place
         if replaced:
             metadata["history"] = [
                 *(replaced[0].metadata.get("history") or []),

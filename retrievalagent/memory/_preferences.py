@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["LANGUAGES", "Preference", "find_preference"]
+__all__ = ["LANGUAGES", "Preference", "find_preference", "states_only_preferences"]
 
 LANGUAGES = frozenset(
     [
@@ -194,3 +194,13 @@ def find_preference(message: str) -> Preference | None:
         if sentence and not sentence.endswith("?") and (pref := _sentence_preference(sentence)):
             found = pref
     return found
+
+
+def states_only_preferences(message: str) -> bool:
+    """Whether every sentence of ``message`` states a preference ("I prefer answers in
+    German."): a message that says nothing else."""
+    sentences = [" ".join(raw.split()).rstrip(".!").strip() for raw in _SENTENCES.split(message)]
+    sentences = [s for s in sentences if s]
+    return bool(sentences) and all(
+        not s.endswith("?") and _sentence_preference(s) is not None for s in sentences
+    )

@@ -9,8 +9,9 @@ decides what of it the turn uses:
 * every stated preference (newest per subject);
 * conversation memories from other conversations whose relevance (their similarity and
   the share of the question's word weight they hold, mixed, see ``memory._hybrid``)
-  reaches ``conversation_relevance_threshold``, or that were said in the time the question
-  points to; at most ``conversation_top_k`` of them, within ``conversation_max_chars``.
+  reaches ``conversation_relevance_threshold`` (or, once one does, 0.3 of the best
+  one's), or that were said in the time the question points to; at most
+  ``conversation_top_k`` of them, within ``conversation_max_chars``.
 
 Whatever a backend returns is checked first (a hit without text or a finite score is
 dropped, scores are clamped to [0, 1], texts are put on one line and cut), and a memory
@@ -38,6 +39,7 @@ from retrievalagent.memory._base import (
 )
 from retrievalagent.memory._conversations import SENTENCE_END
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
+from retrievalagent.memory._preferences import states_only_preferences
 from retrievalagent.memory._temporal import parse_time, time_ref
 
 __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
@@ -46,6 +48,9 @@ __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
 MAX_MEMORY_CHARS = 1000
 #: Longest conversation memory shown to the model (characters; cut at a word).
 MAX_SHOWN_CHARS = 400
+#: Once the best past exchange clears the relevance bar, the share of its relevance the
+#: others need (chosen on the dev half of bench/memory's conversation set; see ``_bar``).
+FOLLOWER_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class ReadPolicy:
     max_preferences: int = 20
     conversations: bool = True
     conversation_threshold: float = 0.15
-    conversation_limit: int = 5
+    conversation_limit: int = 8
     conversation_chars: int = 2000
 
 
@@ -261,7 +266,9 @@ class MemoryReader:
         def bears(sentence: str) -> int:
             return len(wanted.intersection(self.encoder.query_terms(sentence)))
 
-        relevant = [h for h in said if h.in_window or h.score >= policy.conversation_threshold]
+        said = [h for h in said if not _states_only_preferences(h)]
+        bar = _bar(said, policy)
+        relevant = [h for h in said if h.in_window or _alone(h) >= bar]
         # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
         kept, budget = [], policy.conversation_chars if limit is None else math.inf
         for hit in _once(relevant, already):
@@ -277,6 +284,37 @@ class MemoryReader:
     def _terms(self, facts: Sequence[MemoryHit]) -> str:
         targets = [fact_targets(self.encoder, h.text, alias_of(h)) for h in facts]
         return " ".join(dict.fromkeys(" ".join(targets).split()))
+
+
+def _states_only_preferences(hit: MemoryHit) -> bool:
+    """Whether the people in a conversation memory only stated preferences ("I prefer
+    answers in German."): the preference kind holds the newest of those, and an exchange
+    repeating an older one would put it back in the prompt."""
+    said = [
+        words
+        for speaker, sep, words in (line.partition(": ") for line in hit.text.split(" / "))
+        if sep and speaker.strip() != "assistant"
+    ]
+    return bool(said) and all(states_only_preferences(words) for words in said)
+
+
+def _alone(hit: MemoryHit) -> float:
+    """A conversation memory's relevance by its own words (what the exchange before it
+    lends it orders recall, but cannot make an unrelated message relevant)."""
+    return hit.score if hit.alone is None else hit.alone
+
+
+def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
+    """The relevance a conversation memory needs by its own words. Nothing clears a
+    question no past exchange reaches ``conversation_threshold`` for; once one does, the
+    question is about the user's past, and the next best exchanges are kept down to
+    ``FOLLOWER_SHARE`` of its relevance (the count and size bounds still apply): a
+    paraphrase or a follow-up shares few words with the question, and its similarity
+    alone rarely reaches the bar."""
+    best = max((_alone(h) for h in said), default=0.0)
+    if best < policy.conversation_threshold:
+        return policy.conversation_threshold
+    return min(policy.conversation_threshold, FOLLOWER_SHARE * best)
 
 
 def _once(hits: Sequence[MemoryHit], already: Sequence[MemoryHit] = ()) -> list[MemoryHit]:

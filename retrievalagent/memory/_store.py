@@ -154,8 +154,8 @@ def _candidate_hit(found: Candidate) -> MemoryHit:
         "window" if found.in_window else "conversation",
         found.similarity,
     )
-    hit.lexical, hit.in_window = found.lexical, found.in_window
-    hit.metadata["fused"], hit.metadata["standout"] = found.fused, found.standout
+    hit.lexical, hit.in_window, hit.alone = found.lexical, found.in_window, found.alone
+    hit.metadata["fused"] = found.fused
     return hit
 
 

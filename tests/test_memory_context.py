@@ -1,0 +1,64 @@
+"""What recall counts as "said just before" a conversation memory (``memory._hybrid``).
+
+A follow-up ranks by the exchange before it in its conversation. The index keeps that link
+up as memories arrive and rebuilds it when one arrives out of order or is removed; either
+way it must be the exchange said just before, by time and then place, among the memories
+still held, and never a fact or a memory of another conversation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from retrievalagent.index import LexicalEncoder
+from retrievalagent.memory._hybrid import UserIndex
+
+
+def said_before(index: UserIndex, values: dict[str, dict[str, object]]) -> dict[str, str]:
+    """The reference: per held exchange, the key of the one said just before it."""
+    order: dict[str, list[tuple[str, int, int, str]]] = {}
+    for key, value in values.items():
+        thread = str(value["thread_id"])
+        if thread and value["form"] == "exchange":
+            row = index._row_of[key]
+            order.setdefault(thread, []).append(
+                (str(value["at"]), int(value["place"]), row, key)  # type: ignore[call-overload]
+            )
+    out = {}
+    for rows in order.values():
+        rows.sort()
+        out.update({later[3]: earlier[3] for earlier, later in itertools.pairwise(rows)})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_exchange_before_each_memory_is_the_one_said_before_it(seed: int) -> None:
+    rng = random.Random(seed)
+    index = UserIndex(LexicalEncoder())
+    held: dict[str, dict[str, object]] = {}
+    for step in range(60):
+        key = f"m{rng.randrange(40)}"
+        if rng.random() < 0.15:
+            index.delete([key])
+            held.pop(key, None)
+        else:
+            value: dict[str, object] = {
+                "text": "said",
+                "thread_id": rng.choice(["a", "b", "c", ""]),
+                "at": f"2026-01-0{rng.randint(1, 4)}T10:00:00",
+                "place": rng.randrange(4),
+                "form": rng.choice(["exchange", "exchange", "exchange", "fact"]),
+            }
+            index.upsert(key, value, np.ones(4, dtype=np.float32))
+            held[key] = value
+        before = index._previous()
+        got = {
+            k: index._rows.keys[before[index._row_of[k]]]
+            for k in held
+            if before[index._row_of[k]] >= 0
+        }
+        assert got == said_before(index, held), (seed, step)
