@@ -679,6 +679,7 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
         else ""
     )
     prompt = res.get("prompt") or {}
+    unrelated = res.get("unrelated") or {}
     prompt_line = "; ".join(
         f"{split}: {v['carried']} of {v['found']} ({v['share']:.1%})"
         + (
@@ -705,6 +706,18 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
             f"same question (asked offline, in a new thread, at its time) carries it, dated: "
             f"{prompt_line}. Target ≥ 90%.\n"
             if prompt_line
+            else ""
+        )
+        + (
+            "\nEach question asked of the next user of its split, who never spoke of it: "
+            + "; ".join(
+                f"{split}: {v['recall_k10_mean']} conversation memories from `recall(k=10)`, "
+                f"{v['prompt_mean']} in the answer prompt, some in {v['prompt_any']:.0%} of "
+                "prompts"
+                for split, v in unrelated.items()
+            )
+            + " (less is better).\n"
+            if unrelated
             else ""
         )
     )

@@ -301,6 +301,10 @@ class FaultyAsyncMem0:
         return await self._inner.add(messages, **kwargs)
 
 
+def _reads_facts(op: SearchOp) -> bool:
+    return isinstance(op.filter, dict) and op.filter.get("form") == "fact"
+
+
 class FaultyStore(InMemoryStore):
     """A real ``InMemoryStore`` whose reads and writes may fail in the ways of
     :class:`FaultPlan`.
@@ -319,6 +323,11 @@ class FaultyStore(InMemoryStore):
         """What a batch is to the plan: a write, a recall (it lists or searches), or
         neither (the fetch of cached vectors, the fault harness's own lookups)."""
         if any(isinstance(op, PutOp) for op in ops):
+            return "add"
+        if ops and all(isinstance(op, SearchOp) and _reads_facts(op) for op in ops):
+            # what a write reads first (the facts a new one may replace) fails as the write
+            # does: counted as a recall, a background write still running when the next
+            # turn reads would make that turn's count wrong
             return "add"
         if any(isinstance(op, SearchOp) for op in ops):
             return "search"

@@ -2,8 +2,9 @@
 
 A follow-up ranks by the exchange before it in its conversation. The index keeps that link
 up as memories arrive and rebuilds it when one arrives out of order or is removed; either
-way it must be the exchange said just before, by time and then place, among the memories
-still held, and never a fact or a memory of another conversation.
+way it must be the exchange said just before, by time, write and place, among the memories
+still held, and never a fact, a memory stored without its place, or a memory of another
+conversation.
 """
 
 from __future__ import annotations
@@ -19,19 +20,19 @@ from retrievalagent.memory._hybrid import UserIndex
 
 
 def said_before(index: UserIndex, values: dict[str, dict[str, object]]) -> dict[str, str]:
-    """The reference: per held exchange, the key of the one said just before it."""
-    order: dict[str, list[tuple[str, int, int, str]]] = {}
+    """The reference: per held exchange stored with its place, the key of the one said
+    just before it (by time, then write, then place, then the order stored)."""
+    order: dict[str, list[tuple[str, int, int, int, str]]] = {}
     for key, value in values.items():
-        thread = str(value["thread_id"])
-        if thread and value["form"] == "exchange":
+        thread, place, written = value["thread_id"], value.get("place"), value["written_us"]
+        if thread and value["form"] == "exchange" and isinstance(place, int):
+            assert isinstance(thread, str) and isinstance(written, int)
             row = index._row_of[key]
-            order.setdefault(thread, []).append(
-                (str(value["at"]), int(value["place"]), row, key)  # type: ignore[call-overload]
-            )
+            order.setdefault(thread, []).append((str(value["at"]), written, place, row, key))
     out = {}
     for rows in order.values():
         rows.sort()
-        out.update({later[3]: earlier[3] for earlier, later in itertools.pairwise(rows)})
+        out.update({later[4]: earlier[4] for earlier, later in itertools.pairwise(rows)})
     return out
 
 
@@ -50,9 +51,11 @@ def test_the_exchange_before_each_memory_is_the_one_said_before_it(seed: int) ->
                 "text": "said",
                 "thread_id": rng.choice(["a", "b", "c", ""]),
                 "at": f"2026-01-0{rng.randint(1, 4)}T10:00:00",
-                "place": rng.randrange(4),
+                "written_us": rng.randrange(3),
                 "form": rng.choice(["exchange", "exchange", "exchange", "fact"]),
             }
+            if rng.random() < 0.9:  # memories stored before places were kept have none
+                value["place"] = rng.randrange(4)
             index.upsert(key, value, np.ones(4, dtype=np.float32))
             held[key] = value
         before = index._previous()

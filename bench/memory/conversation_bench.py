@@ -31,6 +31,10 @@ report it) and per question type.
   ``rag.recall(question, user_id=..., k=10)``; a hit covers the turns named in its
   ``sources``. Skipped, with a note, while the agent has no ``remember``.
 
+**Unrelated questions.** Each question is also asked of the next user of its split, who
+never said what it asks about: how many conversation memories ``rag.recall(k=10)`` and a
+turn's answer prompt bring back (``unrelated`` in the results; less is better).
+
 Results: ``bench/results/memory_conversations.json`` (the tables and every question's
 recall per method).
 """
@@ -251,6 +255,39 @@ class LibraryRecall:
         return carried, len(context)
 
 
+def unrelated_recall(library: LibraryRecall, data: dict[str, Any]) -> dict[str, Any]:
+    """Per split: each question asked of the next user of its split (who never said what it
+    asks about), through ``rag.recall(k=10)`` and through a turn's answer prompt: how many
+    conversation memories come back, on average, and how often any does. What a loose gate
+    would put in front of the model for a question about nothing the user said."""
+    out: dict[str, Any] = {}
+    for split in SPLITS:
+        people = [u for u in data["users"] if u["split"] == split]
+        recalled, shown = [], []
+        for i, person in enumerate(people):
+            other = people[(i + 1) % len(people)]["user_id"]
+            if other == person["user_id"]:
+                continue
+            for q in person["questions"]:
+                hits = library.rag.recall(q["question"], user_id=other, k=10, now=q["asked_at"])
+                recalled.append(sum(h["kind"] == "conversation" for h in hits))
+                thread = f"bench-unrelated-{q['id']}"
+                config = {"configurable": {"user_id": other, "thread_id": thread}}
+                config["configurable"]["now"] = q["asked_at"]
+                context = library.rag.invoke(q["question"], config=config).memory_context
+                library.rag.forget(other, thread_id=thread)
+                shown.append(sum(line.startswith("- [") for line in context.splitlines()))
+        if recalled:
+            out[split] = {
+                "questions": len(recalled),
+                "recall_k10_mean": round(sum(recalled) / len(recalled), 2),
+                "recall_any": round(sum(n > 0 for n in recalled) / len(recalled), 3),
+                "prompt_mean": round(sum(shown) / len(shown), 2),
+                "prompt_any": round(sum(n > 0 for n in shown) / len(shown), 3),
+            }
+    return out
+
+
 def _hit_turns(hit: dict[str, Any]) -> tuple[str, ...]:
     return tuple(
         str(s["turn"]) for s in hit.get("sources") or [] if isinstance(s, dict) and "turn" in s
@@ -431,6 +468,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{share['carried']} of {share['found']} turns ({share['share']:.1%}); its memory "
             f"block averages {share['mean_memory_chars']} characters"
         )
+    unrelated = unrelated_recall(library, data) if "recall" in methods else {}
+    for split, seen in unrelated.items():
+        print(
+            f"{split}: asked of another user, {seen['recall_k10_mean']} conversation memories "
+            f"recalled (any: {seen['recall_any']:.0%}), {seen['prompt_mean']} in the prompt "
+            f"(any: {seen['prompt_any']:.0%})"
+        )
     for note in notes:
         print(note, file=sys.stderr)
     payload = {
@@ -442,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "seconds": seconds,
         "table": table,
         "prompt": prompts,
+        "unrelated": unrelated,
         "questions": rows,
     }
     if args.users:  # a quick look at a few users: keep the full run's results

@@ -108,14 +108,20 @@ class _Rows:
     speakers: list[frozenset[str]] = field(default_factory=list)
     terms: list[dict[int, float]] = field(default_factory=list)
     places: list[int] = field(default_factory=list)
-    exchanges: list[bool] = field(default_factory=list)  # form "exchange" (not a fact)
+    written: list[int] = field(default_factory=list)  # "written_us": one write, one value
+    #: an exchange (not a fact) stored with its place: one that follows another in order
+    linked: list[bool] = field(default_factory=list)
 
 
 class UserIndex:
-    """The conversation memories of one user: vectors, BM25 postings and stored values."""
+    """The conversation memories of one user: vectors, BM25 postings and stored values.
 
-    def __init__(self, encoder: LexicalEncoder) -> None:
+    ``context``: whether a memory also ranks by the exchange before it (off for a pool
+    another engine picked, which holds only some exchanges of a conversation)."""
+
+    def __init__(self, encoder: LexicalEncoder, *, context: bool = True) -> None:
         self.encoder = encoder
+        self.context = context
         self.values: dict[str, dict[str, Any]] = {}
         self._row_of: dict[str, int] = {}
         self._rows = _Rows()
@@ -172,8 +178,15 @@ class UserIndex:
         thread = str(value.get("thread_id") or "")
         self._rows.threads.append(thread)
         place = value.get("place")
-        self._rows.places.append(place if isinstance(place, int) and place >= 0 else 0)
-        self._rows.exchanges.append(value.get("form") in (None, "", "exchange"))
+        placed = isinstance(place, int) and not isinstance(place, bool) and place >= 0
+        self._rows.places.append(place if isinstance(place, int) and placed else 0)
+        stamp = value.get("written_us")
+        self._rows.written.append(stamp if isinstance(stamp, int) else 0)
+        # memories stored without their place (before it was kept) rank by their own words:
+        # a store lists them in no particular order, and one import shares one time
+        self._rows.linked.append(
+            self.context and placed and value.get("form") in (None, "", "exchange")
+        )
         self._follow(row, thread)
         names = value.get("speakers")
         people = (
@@ -246,7 +259,7 @@ class UserIndex:
         """Rebuild without dead rows (after many replacements or deletions)."""
         live = [(k, self.values[k], self._matrix[self._row_of[k]]) for k in self._row_of]
         kept = self.stamps, self.high_water, self.checked
-        self.__init__(self.encoder)  # type: ignore[misc]
+        self.__init__(self.encoder, context=self.context)  # type: ignore[misc]
         for key, value, vector in live:
             self.upsert(key, value, vector)
         self.stamps, self.high_water, self.checked = kept
@@ -328,8 +341,9 @@ class UserIndex:
             similarity = _dot(self._matrix[:size], query_vector)
         bm25, share = self._lexical(list(self.encoder.query_terms(query)), size)
         alone = relevance(similarity, share)
-        before = self._previous()
-        similarity, bm25, share = (_in_context(a, before) for a in (similarity, bm25, share))
+        if self.context:
+            before = self._previous()
+            similarity, bm25, share = (_in_context(a, before) for a in (similarity, bm25, share))
         named = self._named(query)
         spoken = np.zeros(size, dtype=bool)
         if named:
@@ -350,7 +364,7 @@ class UserIndex:
         the rebuild of ``_previous``."""
         self._before_rows.append(-1)
         self._before = None
-        if self._before_stale or not thread or not self._rows.exchanges[row]:
+        if self._before_stale or not thread or not self._rows.linked[row]:
             return
         last = self._last_of.get(thread)
         if last is not None and self._said_order(last) > self._said_order(row):
@@ -359,22 +373,26 @@ class UserIndex:
         self._before_rows[row] = -1 if last is None else last
         self._last_of[thread] = row
 
-    def _said_order(self, row: int) -> tuple[str, int]:
-        return self._rows.at[row], self._rows.places[row]
+    def _said_order(self, row: int) -> tuple[str, int, int]:
+        """When a memory was said: its time, then its write (two imports of one thread at
+        one time, in the order imported), then its place in that conversation."""
+        return self._rows.at[row], self._rows.written[row], self._rows.places[row]
 
     def _previous(self) -> np.ndarray:
         """Per row, the row of the exchange said just before it in its conversation (-1:
-        none, or not an exchange): by time, then place, then the order stored."""
+        none, or not linked): by ``_said_order``, then the order stored."""
         if self._before_stale:
             size = len(self._rows.keys)
             if self._at is None:
                 self._at = np.array(self._rows.at, dtype=str)
             threads = np.array(self._rows.threads, dtype=str)
             places = np.array(self._rows.places, dtype=np.int64)
-            usable = self._alive[:size] & np.array(self._rows.exchanges, dtype=bool)
+            written = np.array(self._rows.written, dtype=np.int64)
+            usable = self._alive[:size] & np.array(self._rows.linked, dtype=bool)
             usable &= threads != ""  # without a thread, two memories are no conversation
             rows = np.flatnonzero(usable)
-            order = rows[np.lexsort((rows, places[rows], self._at[rows], threads[rows]))]
+            keys = (rows, places[rows], written[rows], self._at[rows], threads[rows])
+            order = rows[np.lexsort(keys)]
             before = np.full(size, -1, dtype=np.int64)
             same = threads[order[1:]] == threads[order[:-1]]
             before[order[1:][same]] = order[:-1][same]
@@ -531,7 +549,7 @@ def rank_pool(
 ) -> list[Candidate]:
     """Rank memories another engine found (mem0's own search, with its similarity score)
     as ``UserIndex.search`` ranks a user's: BM25 over the pool, fused with the engine's list."""
-    index = UserIndex(encoder)
+    index = UserIndex(encoder, context=False)
     for key, value, score in pool:
         # The engine's score stands in for the vector: one dimension, queried with [1.0].
         index.upsert(key, value, np.array([score], dtype=np.float32))

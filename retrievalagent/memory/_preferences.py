@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["LANGUAGES", "Preference", "find_preference", "states_only_preferences"]
+__all__ = ["LANGUAGES", "Preference", "find_preference", "stated_preferences"]
 
 LANGUAGES = frozenset(
     [
@@ -196,11 +196,16 @@ def find_preference(message: str) -> Preference | None:
     return found
 
 
-def states_only_preferences(message: str) -> bool:
-    """Whether every sentence of ``message`` states a preference ("I prefer answers in
-    German."): a message that says nothing else."""
-    sentences = [" ".join(raw.split()).rstrip(".!").strip() for raw in _SENTENCES.split(message)]
-    sentences = [s for s in sentences if s]
-    return bool(sentences) and all(
-        not s.endswith("?") and _sentence_preference(s) is not None for s in sentences
-    )
+def stated_preferences(message: str) -> list[Preference] | None:
+    """The preferences ``message`` states when that is all it says ("I prefer answers in
+    German. Keep answers short."); None when any sentence says something else."""
+    found = []
+    for raw in _SENTENCES.split(message):
+        sentence = " ".join(raw.split()).rstrip(".!").strip()
+        if not sentence:
+            continue
+        preference = None if sentence.endswith("?") else _sentence_preference(sentence)
+        if preference is None:
+            return None
+        found.append(preference)
+    return found or None

@@ -39,7 +39,7 @@ from retrievalagent.memory._base import (
 )
 from retrievalagent.memory._conversations import SENTENCE_END
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
-from retrievalagent.memory._preferences import states_only_preferences
+from retrievalagent.memory._preferences import stated_preferences
 from retrievalagent.memory._temporal import parse_time, time_ref
 
 __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
@@ -51,6 +51,9 @@ MAX_SHOWN_CHARS = 400
 #: Once the best past exchange clears the relevance bar, the share of its relevance the
 #: others need (chosen on the dev half of bench/memory's conversation set; see ``_bar``).
 FOLLOWER_SHARE = 0.3
+#: How far the best past exchange must stand above the mean relevance of those found for
+#: the question to count as plainly about the user's past (see ``_bar``; same dev half).
+STANDOUT = 0.12
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,16 @@ def _usable(raw: Any, max_chars: int = MAX_MEMORY_CHARS) -> tuple[list[MemoryHit
                 text = " / ".join(line.strip() for line in text.splitlines() if line.strip())
             text = _one_line(text)[:max_chars]
             meta = hit.metadata if isinstance(hit.metadata, dict) else {}
+            alone = None if hit.alone is None else float(hit.alone)
+            if alone is not None:
+                alone = min(1.0, max(0.0, alone)) if math.isfinite(alone) else None
             usable_hit = dataclasses.replace(
-                hit, id=str(hit.id), text=text, score=min(1.0, max(0.0, score)), metadata=meta
+                hit,
+                id=str(hit.id),
+                text=text,
+                score=min(1.0, max(0.0, score)),
+                metadata=meta,
+                alone=alone,
             )
         except (AttributeError, TypeError, ValueError, OverflowError):
             continue
@@ -231,7 +242,8 @@ class MemoryReader:
             (h for h in facts if h.kind not in (PREFERENCE, CONVERSATION)), key=lambda h: -h.score
         )
         preferences = [h for h in preferences if h.kind == PREFERENCE]
-        said = [h for h in said if h.kind == CONVERSATION]
+        restated = _restating(recall.conversations, {h.key for h in preferences if h.key})
+        said = [h for h in said if h.kind == CONVERSATION and h.id not in restated]
         kept = [h for h in facts if h.score >= self.policy.fact_threshold]
         kept, preferences = _once(kept), _once(preferences, [*kept])
         conversations = self._conversations(said, [*kept, *preferences], limit, question)
@@ -266,7 +278,6 @@ class MemoryReader:
         def bears(sentence: str) -> int:
             return len(wanted.intersection(self.encoder.query_terms(sentence)))
 
-        said = [h for h in said if not _states_only_preferences(h)]
         bar = _bar(said, policy)
         relevant = [h for h in said if h.in_window or _alone(h) >= bar]
         # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
@@ -286,16 +297,30 @@ class MemoryReader:
         return " ".join(dict.fromkeys(" ".join(targets).split()))
 
 
-def _states_only_preferences(hit: MemoryHit) -> bool:
-    """Whether the people in a conversation memory only stated preferences ("I prefer
-    answers in German."): the preference kind holds the newest of those, and an exchange
-    repeating an older one would put it back in the prompt."""
-    said = [
-        words
-        for speaker, sep, words in (line.partition(": ") for line in hit.text.split(" / "))
-        if sep and speaker.strip() != "assistant"
-    ]
-    return bool(said) and all(states_only_preferences(words) for words in said)
+def _restating(raw: Any, subjects: Collection[str]) -> set[str]:
+    """The ids of conversation memories in which the people only stated preferences on
+    ``subjects`` (those of the preferences recalled): the preference kind shows the newest
+    on each, and such an exchange would bring a replaced one back ("I prefer answers in
+    German." after "Answer in French from now on."). A preference stated nowhere else (an
+    imported history stores none) stays recalled as said."""
+    out: set[str] = set()
+    for hit in raw if isinstance(raw, list | tuple) and subjects else ():
+        text = getattr(hit, "text", None)
+        if not isinstance(text, str):
+            continue
+        stated: list[str] = []
+        for line in text.splitlines():  # one line per message, "speaker: words"
+            speaker, sep, words = line.partition(": ")
+            if not sep or speaker.strip() == "assistant":
+                continue
+            found = stated_preferences(words)
+            if found is None:
+                break
+            stated += [p.subject for p in found]
+        else:
+            if stated and set(stated) <= set(subjects):
+                out.add(str(getattr(hit, "id", "")))
+    return out
 
 
 def _alone(hit: MemoryHit) -> float:
@@ -305,16 +330,18 @@ def _alone(hit: MemoryHit) -> float:
 
 
 def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
-    """The relevance a conversation memory needs by its own words. Nothing clears a
-    question no past exchange reaches ``conversation_threshold`` for; once one does, the
-    question is about the user's past, and the next best exchanges are kept down to
-    ``FOLLOWER_SHARE`` of its relevance (the count and size bounds still apply): a
-    paraphrase or a follow-up shares few words with the question, and its similarity
-    alone rarely reaches the bar."""
-    best = max((_alone(h) for h in said), default=0.0)
-    if best < policy.conversation_threshold:
-        return policy.conversation_threshold
-    return min(policy.conversation_threshold, FOLLOWER_SHARE * best)
+    """The relevance a conversation memory needs by its own words.
+
+    It is ``conversation_threshold``, unless the question is plainly about the user's past:
+    its best exchange reaches the threshold and stands ``STANDOUT`` above the mean of those
+    found. Then the next best are kept down to ``FOLLOWER_SHARE`` of its relevance (the
+    count and size bounds still apply): a paraphrase or a follow-up shares few words with
+    the question, and its similarity alone rarely reaches the bar."""
+    scores = [_alone(h) for h in said]
+    best, bar = max(scores, default=0.0), policy.conversation_threshold
+    if not scores or best < bar or best - sum(scores) / len(scores) < STANDOUT:
+        return bar
+    return min(bar, FOLLOWER_SHARE * best)
 
 
 def _once(hits: Sequence[MemoryHit], already: Sequence[MemoryHit] = ()) -> list[MemoryHit]:
