@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -903,6 +904,13 @@ class RetrievalAgent:
             held.update(fresh)
             records += fresh.values()
             imports.append(_Import(said, where, set(fresh)))
+        # two conversations of one thread at one time follow each other in the order given,
+        # as when remembered one by one: their places count on (recall reads what was said
+        # just before an exchange by its place)
+        counted: Counter[tuple[str, str]] = Counter()
+        for record in records:
+            group = (record.thread_id, record.at)
+            record.place, counted[group] = counted[group], counted[group] + 1
         chunks = [
             records[start : start + _REMEMBER_CHUNK]
             for start in range(0, len(records), _REMEMBER_CHUNK)

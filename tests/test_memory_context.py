@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from retrievalagent.index import LexicalEncoder
-from retrievalagent.memory._hybrid import UserIndex
+from retrievalagent.memory._hybrid import UserIndex, memory_fuser
 
 
 def said_before(index: UserIndex, values: dict[str, dict[str, object]]) -> dict[str, str]:
@@ -65,3 +65,19 @@ def test_the_exchange_before_each_memory_is_the_one_said_before_it(seed: int) ->
             if before[index._row_of[k]] >= 0
         }
         assert got == said_before(index, held), (seed, step)
+
+
+def test_a_number_no_int64_holds_leaves_the_memory_unlinked_not_the_user_unreadable() -> None:
+    """A ``place`` or ``written_us`` a store hands back out of range (or of another type)
+    leaves that memory unlinked; the user's other memories still link and search."""
+    index = UserIndex(LexicalEncoder())
+    odd: list[object] = [2**70, -1, 1.5, True, "1", None]
+    for n, place in enumerate([0, 1, *odd]):
+        value = {"text": f"said {n}", "thread_id": "t", "at": "2026-01-05", "form": "exchange"}
+        value |= {"place": place, "written_us": -(2**70) if n == 3 else 7}
+        index.upsert(f"m{n}", value, np.ones(4, dtype=np.float32))
+    index.delete(["m7"])  # a removal makes the next search rebuild the links
+    before = index._previous()
+    assert before[index._row_of["m1"]] == index._row_of["m0"]
+    assert all(before[index._row_of[f"m{n}"]] == -1 for n in (2, 3, 4, 5, 6))
+    assert index.search("said", np.ones(4, dtype=np.float32), memory_fuser(), 10)

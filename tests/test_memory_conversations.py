@@ -694,7 +694,7 @@ ODDS_AND_ENDS = [
     "My sister Clara is moving to Lisbon in June.",
     "The dentist appointment is on Tuesday at 3pm.",
     "I'm allergic to penicillin.",
-    "Our wifi password changed last week.",
+    "Our wifi password changed.",
     "I started learning the cello.",
     "The quarterly report is due Friday.",
     "My cat Miso hates the vacuum cleaner.",
@@ -725,6 +725,50 @@ def test_a_borderline_match_does_not_bring_every_memory_along(build: Callable[..
     texts = " ".join(h["text"] for h in both)
     assert "Lisbon" in texts and "kitchen tap" in texts, both
     assert "penicillin" not in texts
+
+
+def test_a_time_in_the_question_does_not_lower_the_bar_for_other_times(
+    build: Callable[..., Any],
+) -> None:
+    """ "What did I buy last week?" gets last week's exchanges, whatever their relevance,
+    and nothing from January that falls short of the bar: what was said in the window must
+    not set the bar for the rest."""
+    rag = build("store")
+    for day, said_then in enumerate(ODDS_AND_ENDS, start=1):
+        rag.remember(
+            [{"role": "user", "content": said_then}, {"role": "assistant", "content": "Noted."}],
+            user_id="ann",
+            thread_id=f"jan-{day}",
+            at=f"2026-01-{day:02d}T09:00:00Z",
+        )
+    for day, said_then in (
+        (10, "We watched a documentary about whales."),
+        (11, "I bought new running shoes."),
+    ):
+        rag.remember(
+            [{"role": "user", "content": said_then}, {"role": "assistant", "content": "Nice."}],
+            user_id="ann",
+            thread_id=f"mar-{day}",
+            at=f"2026-03-{day}T09:00:00Z",
+        )
+    hits = rag.recall("What did I buy last week?", user_id="ann", now="2026-03-16T12:00:00Z")
+    assert {h["thread_id"] for h in hits} == {"mar-10", "mar-11"}, hits
+
+
+def test_what_others_asked_for_in_a_shared_chat_stays_recalled(build: Callable[..., Any]) -> None:
+    """Only the user's own preferences live in the preference kind: Bob's "Answer in
+    Spanish." in a group chat is something Bob said, recalled as such even though the user
+    has a language preference of their own."""
+    rag = build("store")
+    rag.invoke("I prefer answers in German.", cfg("ann", "t1"))
+    chat = [
+        {"role": "user", "name": "Bob", "content": "Answer in Spanish."},
+        {"role": "assistant", "content": "Vale."},
+        {"role": "user", "name": "Bob", "content": "Our offsite is in Porto on May 3rd."},
+    ]
+    rag.remember(chat, user_id="ann", thread_id="team", at="2026-01-05T09:00:00Z")
+    hits = rag.recall("Which language did Bob ask for?", user_id="ann")
+    assert any("Bob: Answer in Spanish." in h["text"] for h in hits), hits
 
 
 def test_a_threshold_of_zero_recalls_every_memory_and_fails_nothing(
@@ -773,6 +817,13 @@ def test_a_conversation_imported_in_two_parts_at_one_time_keeps_its_order(
             if part:
                 split.append({**session, "messages": part})
     assert recall_misses(build("store"), [{**marcus, "sessions": split}], questions) == []
+    # the same parts in one remember_many call: they share its write, so their places count on
+    rag = build("store")
+    rag.remember_many(
+        [{"messages": p["messages"], "thread_id": p["thread_id"], "at": p["at"]} for p in split],
+        user_id="marcus",
+    )
+    assert recall_misses(rag, [{**marcus, "sessions": []}], questions) == [], "remember_many"
 
 
 # -- 4. isolation ---------------------------------------------------------------------------

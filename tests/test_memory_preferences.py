@@ -232,6 +232,10 @@ def test_offline_rules_store_and_apply_a_preference(
     asked = rag.invoke("Why do people prefer answers in German?", cfg("frank"))
     assert asked.events("final_grade")[0]["memory_kind"] != "preference", asked.trace
     assert [m for m in rag.list_memories("frank") if m["kind"] == "preference"] == []
+    # asking for a phone call is not asking to be called a name
+    for said in ("Call me after the board meeting on Friday.", "Call me tomorrow."):
+        rag.invoke(said, cfg("gail"))
+    assert [m for m in rag.list_memories("gail") if m["kind"] == "preference"] == []
 
 
 def test_offline_a_changed_preference_replaces_the_old_one_however_it_is_worded(

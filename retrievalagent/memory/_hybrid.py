@@ -177,11 +177,10 @@ class UserIndex:
         self._at = None
         thread = str(value.get("thread_id") or "")
         self._rows.threads.append(thread)
-        place = value.get("place")
-        placed = isinstance(place, int) and not isinstance(place, bool) and place >= 0
+        place, stamp = value.get("place"), value.get("written_us")
+        placed = isinstance(place, int) and _small_int(place) and place >= 0
         self._rows.places.append(place if isinstance(place, int) and placed else 0)
-        stamp = value.get("written_us")
-        self._rows.written.append(stamp if isinstance(stamp, int) else 0)
+        self._rows.written.append(stamp if isinstance(stamp, int) and _small_int(stamp) else 0)
         # memories stored without their place (before it was kept) rank by their own words:
         # a store lists them in no particular order, and one import shares one time
         self._rows.linked.append(
@@ -476,6 +475,11 @@ class _Scores:
     share: np.ndarray
     spoken: np.ndarray  # said by a person the question names
     alone: np.ndarray  # relevance by a memory's own words
+
+
+def _small_int(value: Any) -> bool:
+    """An int a store may hand back that fits the index's int64 arrays (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
 
 
 def _in_context(scores: np.ndarray, before: np.ndarray) -> np.ndarray:

@@ -151,6 +151,29 @@ _TITLES = "".join(rf"(?<!\b{t}\.)" for t in ("Dr", "Mr", "Mrs", "Ms", "Mx", "Pro
 _SENTENCES = re.compile(rf"(?<=[.!?]){_TITLES}\s+|\n+")
 
 
+#: Words no name is made of: "Call me after the board meeting" or "call me tomorrow" asks
+#: for a phone call, not to be addressed by a name.
+# fmt: off
+_NOT_NAMES = frozenset({
+    "a", "about", "after", "again", "an", "and", "any", "anytime", "around", "asap", "at",
+    "back", "before", "by", "during", "every", "for", "from", "if", "in", "later", "maybe",
+    "next", "now", "on", "once", "or", "soon", "sometime", "the", "this", "to", "today",
+    "tomorrow", "tonight", "until", "when", "whenever", "while", "with",
+})
+# fmt: on
+
+
+def _address(name: str) -> str | None:
+    """The instruction for "Call me <name>", when <name> reads as one (one to three words,
+    none of them a time, a preposition or a digit)."""
+    words = name.split()
+    if not 1 <= len(words) <= 3 or any(
+        w.lower().strip(".") in _NOT_NAMES or any(c.isdigit() for c in w) for w in words
+    ):
+        return None
+    return f"Address the user as {' '.join(words)}."
+
+
 def _language(match: re.Match[str]) -> str | None:
     language = match.group("language")
     return f"Answer in {language.capitalize()}." if language.lower() in LANGUAGES else None
@@ -172,9 +195,7 @@ _SUBJECTS = (
     _Subject("length", _LENGTH_RULES, lambda m: _LENGTH.get(m.group("length").lower())),
     _Subject("format", _FORMAT_RULES, lambda m: "Format answers as bullet points."),
     _Subject("tone", _TONE_RULES, lambda m: f"Use a {m.group('tone').lower()} tone."),
-    _Subject(
-        "address", _ADDRESS_RULES, lambda m: f"Address the user as {m.group('name').strip()}."
-    ),
+    _Subject("address", _ADDRESS_RULES, lambda m: _address(m.group("name"))),
 )
 
 

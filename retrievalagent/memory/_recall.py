@@ -298,11 +298,11 @@ class MemoryReader:
 
 
 def _restating(raw: Any, subjects: Collection[str]) -> set[str]:
-    """The ids of conversation memories in which the people only stated preferences on
-    ``subjects`` (those of the preferences recalled): the preference kind shows the newest
-    on each, and such an exchange would bring a replaced one back ("I prefer answers in
-    German." after "Answer in French from now on."). A preference stated nowhere else (an
-    imported history stores none) stays recalled as said."""
+    """The ids of conversation memories in which the user (unnamed, as in a turn with the
+    agent) only stated preferences on ``subjects`` (those of the preferences recalled): the
+    preference kind shows the newest on each, and such an exchange would bring a replaced
+    one back ("I prefer answers in German." after "Answer in French from now on."). A
+    preference stated nowhere else (an imported history stores none) stays recalled."""
     out: set[str] = set()
     for hit in raw if isinstance(raw, list | tuple) and subjects else ():
         text = getattr(hit, "text", None)
@@ -311,9 +311,11 @@ def _restating(raw: Any, subjects: Collection[str]) -> set[str]:
         stated: list[str] = []
         for line in text.splitlines():  # one line per message, "speaker: words"
             speaker, sep, words = line.partition(": ")
-            if not sep or speaker.strip() == "assistant":
+            if sep and speaker.strip() == "assistant":
                 continue
-            found = stated_preferences(words)
+            # only the user's own unnamed words: the preference kind holds the user's, and
+            # in a shared chat "Answer in Spanish." may be anyone's
+            found = stated_preferences(words) if sep and speaker.strip() == "user" else None
             if found is None:
                 break
             stated += [p.subject for p in found]
@@ -337,7 +339,9 @@ def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
     found. Then the next best are kept down to ``FOLLOWER_SHARE`` of its relevance (the
     count and size bounds still apply): a paraphrase or a follow-up shares few words with
     the question, and its similarity alone rarely reaches the bar."""
-    scores = [_alone(h) for h in said]
+    # what was said in the question's time window is kept whatever its relevance: the bar
+    # is the rest's, set by the rest alone
+    scores = [_alone(h) for h in said if not h.in_window]
     best, bar = max(scores, default=0.0), policy.conversation_threshold
     if not scores or best < bar or best - sum(scores) / len(scores) < STANDOUT:
         return bar
