@@ -706,18 +706,23 @@ ODDS_AND_ENDS = [
 ]
 
 
+def remember_january(rag: Any) -> None:
+    """``ODDS_AND_ENDS``, one a day in January 2026, each in a conversation of its own."""
+    for day, said_then in enumerate(ODDS_AND_ENDS, start=1):
+        rag.remember(
+            [{"role": "user", "content": said_then}, {"role": "assistant", "content": "Noted."}],
+            user_id="ann",
+            thread_id=f"jan-{day}",
+            at=f"2026-01-{day:02d}T09:00:00Z",
+        )
+
+
 def test_a_borderline_match_does_not_bring_every_memory_along(build: Callable[..., Any]) -> None:
     """A question that barely matches one memory is not plainly about the user's past: it
     must not open the gate for everything else they said (an allergy in a prompt about
     work). One that plainly is brings what else bears on it."""
     rag = build("store")
-    for day, said_then in enumerate(ODDS_AND_ENDS, start=1):
-        rag.remember(
-            [{"role": "user", "content": said_then}, {"role": "assistant", "content": "Noted."}],
-            user_id="ann",
-            thread_id=f"t{day}",
-            at=f"2026-01-{day:02d}T09:00:00Z",
-        )
+    remember_january(rag)
     context = rag.invoke("what's going on at work?", cfg("ann", "new")).memory_context
     assert len(conversation_lines(context)) <= 1, context
     assert "penicillin" not in context
@@ -734,13 +739,7 @@ def test_a_time_in_the_question_does_not_lower_the_bar_for_other_times(
     and nothing from January that falls short of the bar: what was said in the window must
     not set the bar for the rest."""
     rag = build("store")
-    for day, said_then in enumerate(ODDS_AND_ENDS, start=1):
-        rag.remember(
-            [{"role": "user", "content": said_then}, {"role": "assistant", "content": "Noted."}],
-            user_id="ann",
-            thread_id=f"jan-{day}",
-            at=f"2026-01-{day:02d}T09:00:00Z",
-        )
+    remember_january(rag)
     for day, said_then in (
         (10, "We watched a documentary about whales."),
         (11, "I bought new running shoes."),
