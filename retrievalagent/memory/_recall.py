@@ -51,6 +51,8 @@ MAX_SHOWN_CHARS = 400
 #: Once the best past exchange clears the relevance bar, the share of its relevance the
 #: others need (chosen on the dev half of bench/memory's conversation set; see ``_bar``).
 FOLLOWER_SHARE = 0.3
+#: Candidates asked of the backend per conversation memory a turn may keep.
+_CANDIDATES = 3
 #: How far the best past exchange must stand above the mean relevance of those found for
 #: the question to count as plainly about the user's past (see ``_bar``; same dev half).
 STANDOUT = 0.12
@@ -214,7 +216,11 @@ class MemoryReader:
             limit=limit or policy.fact_limit,
             keys=question_keys(self.encoder, question),
             max_preferences=policy.max_preferences,
-            conversations=(limit or policy.conversation_limit) * 3 if policy.conversations else 0,
+            # never fewer candidates than a turn asks for: the bar (``_bar``) is set by the
+            # same ones, so recall(k=...) keeps what the turn's read would
+            conversations=_CANDIDATES * max(limit or 0, policy.conversation_limit)
+            if policy.conversations
+            else 0,
             thread_id=thread_id,
             seen=frozenset(seen),
             time=time_ref(question, when),
@@ -278,7 +284,7 @@ class MemoryReader:
         def bears(sentence: str) -> int:
             return len(wanted.intersection(self.encoder.query_terms(sentence)))
 
-        bar = _bar(said, policy)
+        bar = _bar(said[: _CANDIDATES * policy.conversation_limit], policy)
         relevant = [h for h in said if h.in_window or _alone(h) >= bar]
         # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
         kept, budget = [], policy.conversation_chars if limit is None else math.inf
