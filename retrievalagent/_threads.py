@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import threading
 from collections.abc import Awaitable, Callable
@@ -44,8 +45,12 @@ class Outcome(Generic[T]):
 def on_daemon_thread(
     fn: Callable[[], T], name: str, then: Callable[[Outcome[T]], None] | None = None
 ) -> Outcome[T]:
-    """Start ``fn()`` on a new daemon thread; ``then`` runs on that thread when it ends."""
+    """Start ``fn()`` on a new daemon thread; ``then`` runs on that thread when it ends.
+
+    The thread runs in a copy of the caller's context variables, as an executor thread
+    does (``asyncio.to_thread``): a tracer's or a callback's context follows the call."""
     outcome: Outcome[T] = Outcome()
+    context = contextvars.copy_context()
 
     def target() -> None:
         try:
@@ -57,7 +62,7 @@ def on_daemon_thread(
             if then is not None:
                 then(outcome)
 
-    threading.Thread(target=target, name=name, daemon=True).start()
+    threading.Thread(target=context.run, args=(target,), name=name, daemon=True).start()
     return outcome
 
 

@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from langgraph.store.base import (
@@ -31,6 +32,8 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
+#: Which turn of a test a backend call belongs to (set by the test around each turn).
+TURN: ContextVar[object] = ContextVar("fault_turn", default=None)
 READ_FAULTS = ("ok", "raise", "hang", "slow", "malformed", "foreign")
 WRITE_FAULTS = ("ok", "raise", "hang", "slow")
 HUGE = "x" * 1_000_000
@@ -80,6 +83,9 @@ class FaultPlan:
         self.read, self.write = list(read), list(write)
         self.hang, self.slow = hang, slow
         self.counts: Counter[tuple[str, str]] = Counter()
+        #: the same per ``TURN`` the call ran under (its context: threads the agent starts
+        #: copy it), so a call that outlives its turn is not counted in the next one
+        self.by_turn: Counter[tuple[object, str, str]] = Counter()
         self.forced: dict[str, str] = {}
         self.release = threading.Event()  # set to end every sync hang at once
         self._lock = threading.Lock()
@@ -93,6 +99,7 @@ class FaultPlan:
             else:
                 kind = self.rng.choices(WRITE_FAULTS, self.write)[0]
             self.counts[(op, kind)] += 1
+            self.by_turn[(TURN.get(), op, kind)] += 1
             return kind
 
     def error(self) -> Exception:
@@ -301,10 +308,6 @@ class FaultyAsyncMem0:
         return await self._inner.add(messages, **kwargs)
 
 
-def _reads_facts(op: SearchOp) -> bool:
-    return isinstance(op.filter, dict) and op.filter.get("form") == "fact"
-
-
 class FaultyStore(InMemoryStore):
     """A real ``InMemoryStore`` whose reads and writes may fail in the ways of
     :class:`FaultPlan`.
@@ -323,11 +326,6 @@ class FaultyStore(InMemoryStore):
         """What a batch is to the plan: a write, a recall (it lists or searches), or
         neither (the fetch of cached vectors, the fault harness's own lookups)."""
         if any(isinstance(op, PutOp) for op in ops):
-            return "add"
-        if ops and all(isinstance(op, SearchOp) and _reads_facts(op) for op in ops):
-            # what a write reads first (the facts a new one may replace) fails as the write
-            # does: counted as a recall, a background write still running when the next
-            # turn reads would make that turn's count wrong
             return "add"
         if any(isinstance(op, SearchOp) for op in ops):
             return "search"

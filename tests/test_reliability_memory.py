@@ -24,7 +24,7 @@ from langgraph.store.base import ListNamespacesOp, MatchCondition, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent.memory import BackgroundWrites, MemoryRecord
-from tests.faults import FaultPlan, FaultyAsyncMem0, FaultyMem0, FaultyStore
+from tests.faults import TURN, FaultPlan, FaultyAsyncMem0, FaultyMem0, FaultyStore
 from tests.support.chat import ScriptedChatModel
 from tests.support.memory import mem0_config
 
@@ -279,16 +279,16 @@ async def test_one_thousand_randomised_fault_runs(faulty: Callable[..., Any]) ->
             index = rng.randrange(len(agents))
             kind, scripted, rag, plan = agents[index]
             user, use_async = rng.choice(USERS), rng.random() < 0.5
-            before = Counter(plan.counts)
+            turn = TURN.set(run)  # the calls of this turn, even those that outlive it
             try:
                 state, elapsed = await _turn(rag, _question(run, user), user, use_async)
             except Exception as exc:  # counted, then the test fails with all of them
                 exceptions.append(f"run {run} ({kind}): {type(exc).__name__}: {exc}")
                 continue
+            finally:
+                TURN.reset(turn)
             slowest = max(slowest, elapsed)
-            got = [
-                k for (op, k), n in plan.counts.items() if op == "search" and n > before[(op, k)]
-            ]
+            got = [k for (t, op, k), n in plan.by_turn.items() if t == run and op == "search"]
             # one recall per turn: one read, or two when the user's conversation memory
             # changed since this process last read it (a write that outlived its timeout
             # landed meanwhile) and the recall reads what is new
