@@ -943,7 +943,7 @@ class RetrievalAgent:
     def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
         """:meth:`remember` for many conversations of ``user_id`` at once: the way to import
         a long history. Their texts are embedded together, 512 to a call, which
-        runs 1.3x (InMemoryStore) to 1.5x (PostgresStore) as fast as one :meth:`remember`
+        runs 1.3x (InMemoryStore) to 1.4x (PostgresStore) as fast as one :meth:`remember`
         per conversation (the embedder works best on large batches; docs/benchmarks.md).
 
         Args:

@@ -131,12 +131,12 @@ class UserIndex:
         # and the times said (rebuilt at the first search after a change).
         self._alive = np.zeros(0, dtype=bool)
         self._at: np.ndarray | None = None
-        # the exchange before each row (see _previous): kept up as rows are added in the
-        # order said, rebuilt when one comes earlier than its thread's last or one is removed
-        self._before_rows: list[int] = []
+        # the row of the exchange before each row (-1: none; see _previous), grown with
+        # the matrix: kept up as rows are added in the order said, rebuilt when one comes
+        # earlier than its thread's last or one is removed
+        self._before = np.zeros(0, dtype=np.int64)
         self._last_of: dict[str, int] = {}  # thread -> its latest row
         self._before_stale = False
-        self._before: np.ndarray | None = None  # _before_rows as an array
         # term -> (rows, weights) as lists, and as arrays once a search needed them
         self._postings: dict[int, tuple[list[int], list[float]]] = {}
         self._posting_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -183,9 +183,7 @@ class UserIndex:
         self._rows.written.append(stamp if isinstance(stamp, int) and _small_int(stamp) else 0)
         # memories stored without their place (before it was kept) rank by their own words:
         # a store lists them in no particular order, and one import shares one time
-        self._rows.linked.append(
-            self.context and placed and value.get("form") in (None, "", "exchange")
-        )
+        self._rows.linked.append(placed and value.get("form") in (None, "", "exchange"))
         self._follow(row, thread)
         names = value.get("speakers")
         people = (
@@ -247,6 +245,9 @@ class UserIndex:
             alive = np.zeros(self._matrix.shape[0], dtype=bool)
             alive[: self._alive.shape[0]] = self._alive
             self._alive = alive
+            before = np.full(self._matrix.shape[0], -1, dtype=np.int64)
+            before[: self._before.shape[0]] = self._before
+            self._before = before
         self._matrix[row] = vector
 
     def _compact_if_sparse(self) -> None:
@@ -361,15 +362,14 @@ class UserIndex:
         """Note the exchange before a new row, when it is said after every row of its
         thread held (the usual case: a conversation is stored in order); else leave it to
         the rebuild of ``_previous``."""
-        self._before_rows.append(-1)
-        self._before = None
+        self._before[row] = -1
         if self._before_stale or not thread or not self._rows.linked[row]:
             return
         last = self._last_of.get(thread)
         if last is not None and self._said_order(last) > self._said_order(row):
             self._before_stale = True
             return
-        self._before_rows[row] = -1 if last is None else last
+        self._before[row] = -1 if last is None else last
         self._last_of[thread] = row
 
     def _said_order(self, row: int) -> tuple[str, int, int]:
@@ -392,16 +392,13 @@ class UserIndex:
             rows = np.flatnonzero(usable)
             keys = (rows, places[rows], written[rows], self._at[rows], threads[rows])
             order = rows[np.lexsort(keys)]
-            before = np.full(size, -1, dtype=np.int64)
+            self._before[:] = -1
             same = threads[order[1:]] == threads[order[:-1]]
-            before[order[1:][same]] = order[:-1][same]
+            self._before[order[1:][same]] = order[:-1][same]
             ends = np.append(~same, True)[: order.size]  # each thread's last row
             self._last_of = {self._rows.threads[r]: int(r) for r in order[ends]}
-            self._before_rows = before.tolist()
-            self._before, self._before_stale = before, False
-        if self._before is None:
-            self._before = np.array(self._before_rows, dtype=np.int64)
-        return self._before
+            self._before_stale = False
+        return self._before[: len(self._rows.keys)]
 
     def _named(self, query: str) -> frozenset[str]:
         """The speakers of this user's memories that ``query`` names."""

@@ -207,26 +207,28 @@ def _sentence_preference(sentence: str) -> Preference | None:
     return None
 
 
-def find_preference(message: str) -> Preference | None:
-    """The last preference stated in ``message`` (one whole sentence each), or None."""
-    found = None
+def _sentences(message: str) -> list[tuple[str, Preference | None]]:
+    """Each sentence of ``message`` and the preference it states (None for a question or
+    anything else): a sentence counts only as a whole."""
+    out = []
     for raw in _SENTENCES.split(message):
         sentence = " ".join(raw.split()).rstrip(".!").strip()
-        if sentence and not sentence.endswith("?") and (pref := _sentence_preference(sentence)):
-            found = pref
-    return found
+        if sentence:
+            stated = None if sentence.endswith("?") else _sentence_preference(sentence)
+            out.append((sentence, stated))
+    return out
+
+
+def find_preference(message: str) -> Preference | None:
+    """The last preference stated in ``message`` (one whole sentence each), or None."""
+    stated = [preference for _, preference in _sentences(message) if preference]
+    return stated[-1] if stated else None
 
 
 def stated_preferences(message: str) -> list[Preference] | None:
     """The preferences ``message`` states when that is all it says ("I prefer answers in
     German. Keep answers short."); None when any sentence says something else."""
-    found = []
-    for raw in _SENTENCES.split(message):
-        sentence = " ".join(raw.split()).rstrip(".!").strip()
-        if not sentence:
-            continue
-        preference = None if sentence.endswith("?") else _sentence_preference(sentence)
-        if preference is None:
-            return None
-        found.append(preference)
-    return found or None
+    stated = [preference for _, preference in _sentences(message)]
+    if not stated or None in stated:
+        return None
+    return [preference for preference in stated if preference]
