@@ -802,6 +802,25 @@ def test_a_stated_preference_is_recalled_unless_a_newer_one_replaced_it(
     assert any("9:40" in h["text"] for h in flight), flight
 
 
+@pytest.mark.parametrize("kind", ["store", "memory"])
+def test_a_replaced_preference_stays_out_when_the_assistant_had_a_name(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """An imported history whose assistant has a name ("Aria: Sure.") is read as the
+    user's words and a reply: a preference stated there and replaced by a newer one since
+    does not come back beside it."""
+    rag = build(kind)
+    history = [
+        {"role": "user", "content": "I prefer answers in German."},
+        {"role": "assistant", "name": "Aria", "content": "Sure."},
+    ]
+    rag.remember(history, user_id="ann", thread_id="t1", at="2026-01-05T09:00:00Z")
+    rag.invoke("Please answer in French from now on.", cfg("ann", "t2"))
+    state = rag.invoke("Which language should you answer in?", cfg("ann", "t3"))
+    assert "Answer in French." in state.memory_context
+    assert "German" not in state.memory_context, state.memory_context
+
+
 def test_a_conversation_imported_in_two_parts_at_one_time_keeps_its_order(
     build: Callable[..., Any],
 ) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "said_of",
     "short_reply",
     "source_of",
+    "speaker_lines",
 ]
 
 #: Longest message text kept in one exchange (characters; the rest is cut).
@@ -48,6 +49,8 @@ _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
 #: How an offline answer quotes what the user said before (never stored back as said).
 EARLIER = "(Earlier{day} you said: “{statement}”)"
 _QUOTED_EARLIER = re.compile(r"\s*\(Earlier[^()“”]* you said: “[^”]*”\)")
+#: Where one message ends and the next begins, stored ("\n") or shown in a prompt (" / ").
+_LINE_BREAK = re.compile(r"\n| / ")
 #: Where one speaker's words are cut into sentences.
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 # First person: what a user says about themselves ("my cluster", "I run", "we moved").
@@ -345,13 +348,23 @@ def fact_key(subject: str) -> str:
     return _key("f", subject)
 
 
+def speaker_lines(text: str) -> list[tuple[str, str]]:
+    """A stored exchange as ``(speaker, words)``, one per message: it is stored one
+    "speaker: words" line per message, and shown in a prompt on one line, the messages apart
+    by " / ". A piece without a speaker (a message's own " / ") has speaker ``""``."""
+    out = []
+    for line in _LINE_BREAK.split(text):
+        speaker, sep, words = line.partition(": ")
+        out.append((speaker.strip(), words) if sep else ("", line))
+    return out
+
+
 def said_by_user(memory_text: str) -> str:
     """What the user stated about themselves in a stored exchange: their sentences with
     "I", "my", "we"... that are not questions ("" when there are none)."""
     kept = []
-    for line in re.split(r"\n| / ", memory_text):
-        speaker, _, content = line.partition(": ")
-        if not content or speaker.strip() == "assistant":
+    for speaker, content in speaker_lines(memory_text):
+        if not content or speaker in ("", "assistant"):
             continue
         for sentence in SENTENCE_END.split(content):
             sentence = sentence.strip()

@@ -37,7 +37,7 @@ from retrievalagent.memory._base import (
     Recall,
     RecallRequest,
 )
-from retrievalagent.memory._conversations import SENTENCE_END
+from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
 from retrievalagent.memory._preferences import stated_preferences
 from retrievalagent.memory._temporal import parse_time, time_ref
@@ -151,12 +151,7 @@ def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str
     text = hit.text
     if len(text) <= MAX_SHOWN_CHARS:
         return text
-    lines = []  # (speaker, sentences) per line
-    for line in text.split(" / "):
-        speaker, sep, words = line.partition(": ")
-        if not sep:
-            speaker, words = "", line
-        lines.append((speaker, SENTENCE_END.split(words)))
+    lines = [(speaker, SENTENCE_END.split(words)) for speaker, words in speaker_lines(text)]
     places = [(i, j) for i, (_, said) in enumerate(lines) for j in range(len(said))]
     score = {(i, j): bears(lines[i][1][j]) if bears else 0 for i, j in places}
     ranked = sorted((p for p in places if score[p] > 0), key=lambda p: (-score[p], p))
@@ -311,17 +306,15 @@ def _restating(raw: Any, subjects: Collection[str]) -> set[str]:
     preference stated nowhere else (an imported history stores none) stays recalled."""
     out: set[str] = set()
     for hit in raw if isinstance(raw, list | tuple) and subjects else ():
-        text = getattr(hit, "text", None)
-        if not isinstance(text, str):
+        if not isinstance(getattr(hit, "text", None), str):
             continue
         stated: list[str] = []
-        for line in text.splitlines():  # one line per message, "speaker: words"
-            speaker, sep, words = line.partition(": ")
-            if sep and speaker.strip() == "assistant":
+        for speaker, words in speaker_lines(_people_said(hit)):
+            if speaker == "assistant":
                 continue
             # only the user's own unnamed words: the preference kind holds the user's, and
             # in a shared chat "Answer in Spanish." may be anyone's
-            found = stated_preferences(words) if sep and speaker.strip() == "user" else None
+            found = stated_preferences(words) if speaker == "user" else None
             if found is None:
                 break
             stated += [p.subject for p in found]
@@ -329,6 +322,18 @@ def _restating(raw: Any, subjects: Collection[str]) -> set[str]:
             if stated and set(stated) <= set(subjects):
                 out.add(str(getattr(hit, "id", "")))
     return out
+
+
+def _people_said(hit: MemoryHit) -> str:
+    """What the people said in a conversation memory, without the assistant's reply (which
+    may carry a name, "Aria: Sure.", and so cannot be told from a person by its line): the
+    store keeps it apart as ``said``, mem0 keeps the reply apart as ``reply``."""
+    said, reply = hit.metadata.get("said"), hit.metadata.get("reply")
+    if isinstance(said, str) and said:
+        return said
+    if isinstance(reply, str) and reply and hit.text.endswith(reply):
+        return hit.text[: -len(reply)].rstrip()
+    return hit.text
 
 
 def _alone(hit: MemoryHit) -> float:
