@@ -335,6 +335,18 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
         str(_jsonl(tmp_path / "mixed.jsonl", good, good, [good])): (
             "mixed.jsonl line 3: a file holds either one conversation"
         ),
+        # a key import would drop: a misspelt thread id, time or speaker is named
+        str(_jsonl(tmp_path / "thread.jsonl", {"messages": [good], "thread": "vpn"})): (
+            "thread.jsonl line 1: the conversation has the key 'thread', which import does "
+            "not read; did you mean 'thread_id'?"
+        ),
+        str(_jsonl(tmp_path / "when.jsonl", {"messages": [good], "when": "2026-01-05"})): (
+            "when.jsonl line 1: the conversation has the key 'when'"
+        ),
+        str(_jsonl(tmp_path / "nmae.jsonl", good, {**good, "nmae": "Bob"})): (
+            "nmae.jsonl line 2: message 1 has the key 'nmae', which import does not read; "
+            "did you mean 'name'?"
+        ),
     }
     for path, problem in cases.items():
         refused = runner.invoke(app, ["memory", "import", path, "--user", "ann", "-c", "notes"])
@@ -357,6 +369,21 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
     assert refused.exit_code == 1 and "--thread=' t'" in refused.stderr
     refused = runner.invoke(app, ["memory", "forget", "ann", "--thread", "", "-c", "notes"])
     assert refused.exit_code == 1 and "--thread must not be empty" in refused.stderr
+    assert "nothing is remembered" in invoke(runner, "memory", "list", "ann", "-c", "notes").stdout
+    # an OpenAI export's own keys are allowed, and the import then lists under --user too
+    export = {"role": "assistant", "content": "Try reconnecting.", "refusal": None}
+    openai = str(_jsonl(tmp_path / "openai.jsonl", good, export))
+    assert invoke(runner, "memory", "import", openai, "--user", "ann", "-c", "notes").exit_code == 0
+    listed = invoke(runner, "memory", "list", "--user", "ann", "-c", "notes").stdout
+    assert "The VPN drops every hour." in listed
+    for args, problem in (
+        (["ann", "--user", "ann"], "give the user once"),
+        ([], "missing the user"),
+    ):
+        refused = runner.invoke(app, ["memory", "list", *args, "-c", "notes"])
+        assert refused.exit_code == 1 and problem in refused.stderr, refused.stderr
+    erased = invoke(runner, "memory", "forget", "--user", "ann", "--yes", "-c", "notes")
+    assert "erased" in erased.stdout
     assert "nothing is remembered" in invoke(runner, "memory", "list", "ann", "-c", "notes").stdout
 
 

@@ -9,6 +9,7 @@ under the data dir) unless ``--store`` names a PostgreSQL store (the
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,8 +40,36 @@ memory_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
 )
 
-UserArg = Annotated[str, typer.Argument(help="The user id (configurable.user_id).")]
+UserArg = Annotated[
+    str | None, typer.Argument(help="The user id (configurable.user_id), or give --user.")
+]
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user id (configurable.user_id).")]
+UserFlag = Annotated[
+    str | None, typer.Option("--user", "-u", help="The user id, as the other commands take it.")
+]
+
+#: What a conversation line of an import may hold.
+CONVERSATION_KEYS = ("messages", "thread_id", "at")
+#: What a message may hold: the keys ``remember`` reads, and those of OpenAI's own message
+#: objects, which an export carries and which say nothing a memory keeps.
+MESSAGE_KEYS = ("role", "content", "name", "metadata", "id")
+_OPENAI_MESSAGE_KEYS = frozenset(
+    {"tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
+)
+
+
+def _user(argument: str | None, flag: str | None) -> str:
+    """The user of ``list``/``forget``: given as USER or as --user (as ``import`` and
+    ``search`` take it), once."""
+    if (argument is None) == (flag is None):
+        raise ConfigError(
+            "give the user once: as USER or as --user"
+            if argument is not None
+            else "missing the user: give USER or --user"
+        )
+    return check_id(argument, "USER") if argument is not None else check_id(flag, "--user")
+
+
 StoreOpt = Annotated[
     str | None,
     typer.Option(
@@ -75,7 +104,8 @@ def _memory_agent(
 
 @memory_app.command("list")
 def list_memories(
-    user: UserArg,
+    user: UserArg = None,
+    user_flag: UserFlag = None,
     collection: CollectionOpt = None,
     store: StoreOpt = None,
     backend_url: UrlOpt = None,
@@ -83,8 +113,10 @@ def list_memories(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Everything remembered about USER, newest first."""
-    with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
-        memories = rag.list_memories(check_id(user, "USER"))
+    with handle_errors():
+        user = _user(user, user_flag)
+        with _memory_agent(collection, store, backend_url, data_dir) as rag:
+            memories = rag.list_memories(user)
     if as_json:
         console.print_json(json.dumps(memories))
         return
@@ -247,7 +279,18 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
     """``conversation`` (read from ``lines`` of ``path``, one per message) if ``remember``
     will take it; else ``ConfigError`` naming the line."""
     messages = conversation["messages"]
+    _known_keys(path, lines[0], conversation, "the conversation", CONVERSATION_KEYS)
     for position, (line, message) in enumerate(zip(lines, messages, strict=False)):
+        if isinstance(message, dict):
+            _known_keys(
+                path,
+                line,
+                message,
+                f"message {position}",
+                MESSAGE_KEYS,
+                _OPENAI_MESSAGE_KEYS,
+                "; what else a message should keep goes in 'metadata'",
+            )
         try:
             said_of(message, position)
         except ValueError as exc:
@@ -263,9 +306,31 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
     return conversation
 
 
+def _known_keys(
+    path: Path,
+    line: int,
+    row: dict[str, Any],
+    what: str,
+    known: tuple[str, ...],
+    ignored: frozenset[str] = frozenset(),
+    advice: str = "",
+) -> None:
+    """``ConfigError`` for a key the import would drop unread: a misspelt "thread" or
+    "nmae" would lose a conversation's id or a speaker without a word."""
+    key = next((k for k in row if k not in known and k not in ignored), None)
+    if key is None:
+        return
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ConfigError(
+        f"{path} line {line}: {what} has the key {key!r}, which import does not read; "
+        f"{hint}it reads {', '.join(repr(k) for k in known)}{advice}"
+    )
+
+
 @memory_app.command("forget")
 def forget(
-    user: UserArg,
+    user: UserArg = None,
     memory_id: Annotated[
         str | None, typer.Option("--id", help="Erase only this memory (an id from 'list').")
     ] = None,
@@ -278,15 +343,18 @@ def forget(
         typer.Option("--thread", help="Erase what was remembered from this conversation only."),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    user_flag: UserFlag = None,
 ) -> None:
     """Erase one memory of USER (--id), one conversation's (--thread), or all of them."""
+    with handle_errors():
+        user = _user(user, user_flag)
     if memory_id is None and thread is None and not yes:
         typer.confirm(f"Erase everything remembered about {user!r}?", abort=True)
     with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
         thread = None if thread is None else check_id(thread, "--thread")
         if thread is not None and not thread.strip():
             raise ConfigError("--thread must not be empty; leave it out to erase everything")
-        erased = rag.forget(check_id(user, "USER"), memory_id, thread_id=thread)
+        erased = rag.forget(user, memory_id, thread_id=thread)
         if memory_id is not None and erased == 0:
             raise ConfigError(f"user {user!r} has no memory with id {memory_id!r}")
         if thread is not None and erased == 0:
