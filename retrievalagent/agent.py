@@ -30,6 +30,7 @@ from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
 from retrievalagent.index import Condition, LexicalEncoder, VectorIndex
 from retrievalagent.ingest import Ingestor, IngestReport, read_inputs, source_key
 from retrievalagent.memory import (
+    CONVERSATION_KEYS,
     BackgroundWrites,
     ConversationRecord,
     ConversationWriter,
@@ -108,7 +109,7 @@ def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
             f"conversations[{place}] is a message: remember_many takes a list of "
             "conversations, each a list of messages (remember takes one conversation)"
         )
-    unknown = set(conversation) - {"messages", "thread_id", "at"}
+    unknown = set(conversation) - set(CONVERSATION_KEYS)
     if "messages" not in conversation or unknown:
         what = f"unknown keys {sorted(map(str, unknown))}" if unknown else "no messages"
         raise ConfigError(

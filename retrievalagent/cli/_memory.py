@@ -30,7 +30,7 @@ from retrievalagent.cli._common import (
     open_agent,
 )
 from retrievalagent.errors import ConfigError
-from retrievalagent.memory import parse_time, said_in, said_of
+from retrievalagent.memory import CONVERSATION_KEYS, parse_time, said_in, said_of
 
 __all__ = ["memory_app"]
 
@@ -48,8 +48,6 @@ UserFlag = Annotated[
     str | None, typer.Option("--user", "-u", help="The user id, as the other commands take it.")
 ]
 
-#: What a conversation line of an import may hold.
-CONVERSATION_KEYS = ("messages", "thread_id", "at")
 #: What a message may hold: the keys ``remember`` reads, and those of OpenAI's own message
 #: objects, which an export carries and which say nothing a memory keeps.
 MESSAGE_KEYS = ("role", "content", "name", "metadata", "id")

@@ -23,6 +23,7 @@ from retrievalagent.memory._base import (
     user_id_from_config,
 )
 from retrievalagent.memory._conversations import (
+    CONVERSATION_KEYS,
     EARLIER,
     ConversationRecord,
     Said,
@@ -42,6 +43,7 @@ from retrievalagent.memory._writer import ConversationWriter
 
 __all__ = [
     "CONVERSATION",
+    "CONVERSATION_KEYS",
     "EARLIER",
     "PREFERENCE",
     "BackgroundWrites",

@@ -25,6 +25,7 @@ from retrievalagent.memory._secrets import mask_metadata, mask_secrets
 from retrievalagent.memory._temporal import iso, parse_time
 
 __all__ = [
+    "CONVERSATION_KEYS",
     "EARLIER",
     "ConversationRecord",
     "Said",
@@ -39,6 +40,8 @@ __all__ = [
     "speaker_lines",
 ]
 
+#: What a conversation given as a dict holds (``remember_many``, ``memory import``).
+CONVERSATION_KEYS = ("messages", "thread_id", "at")
 #: Longest message text kept in one exchange (characters; the rest is cut).
 MAX_SAID_CHARS = 2000
 #: Longest form of the assistant's reply kept beside the user's message.
