@@ -96,11 +96,12 @@ class MemoryItem(TypedDict, total=False):
 
 
 class TimeWindow(TypedDict):
-    """The time a question names ("yesterday", "last time"), as recall used it."""
+    """The time a question names ("yesterday", "last time", "now"), as recall used it."""
 
-    start: Annotated[str, 'start of the window (ISO 8601, UTC; `""` for sessions back)']
+    start: Annotated[str, 'start of the window (ISO 8601, UTC; `""` when there is none)']
     end: Annotated[str, "end of the window, exclusive"]
     sessions_back: Annotated[int, "how many conversations back (0 for a window)"]
+    present: Annotated[bool, 'it asks how things stand now ("now", "still"): newer first']
 
 
 class ConversationWrite(TypedDict, total=False):

@@ -1394,6 +1394,37 @@ def test_an_import_asks_the_model_about_new_conversations_only(
     assert len(model.inputs("memory")) == 5  # the copy is not asked about again
 
 
+@pytest.mark.parametrize("kind", ["store", "memory"])
+def test_a_question_about_now_puts_what_was_said_since_first(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """ "What is my hourly rate now?" asks for the newest of what was said on it: the raise
+    comes before the rate it replaced, which a question without "now" ranks first (its
+    words are closer)."""
+    rag = build(kind)
+    for day, said in (
+        ("2026-01-10", "My hourly rate is 60 euro."),
+        ("2026-02-10", "The van needs new tyres before the test."),
+        ("2026-03-10", "I raised my hourly rate to 70 euro."),
+    ):
+        rag.remember(
+            [{"role": "user", "content": said}, {"role": "assistant", "content": "Noted."}],
+            user_id="ann",
+            thread_id=f"t-{day}",
+            at=f"{day}T09:00:00Z",
+        )
+
+    def rates(question: str) -> list[str]:
+        hits = rag.recall(question, user_id="ann", now="2026-05-01T09:00:00Z")
+        return [rate for h in hits for rate in ("60", "70") if rate in h["text"]]
+
+    assert rates("What is my hourly rate now?") == ["70", "60"]
+    assert rates("What is my hourly rate?") == ["60", "70"]
+    state = rag.invoke("What is my hourly rate now?", cfg("ann", "t-may"))
+    (read,) = state.events("read_memory")
+    assert read["time"]["present"] is True and read["time"]["start"] == ""
+
+
 def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
     build: Callable[..., Any],
 ) -> None:

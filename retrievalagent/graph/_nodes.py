@@ -408,7 +408,10 @@ class Nodes:
         }
         if (when := plan.request.time) is not None:
             event["time"] = TimeWindow(
-                start=when.start, end=when.end, sessions_back=when.sessions_back
+                start=when.start,
+                end=when.end,
+                sessions_back=when.sessions_back,
+                present=when.present,
             )
         if recollection.skipped:
             event["skipped"] = recollection.skipped

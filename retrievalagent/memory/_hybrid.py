@@ -14,7 +14,9 @@ and cannot say whether anything is relevant at all: ``similarity`` (cosine), ``l
 context, below). Selection gates on those (``memory._recall``).
 
 A time window (from "last week", "in March", ... see ``memory._temporal``) puts the
-memories said within it first, each part ranked by relevance.
+memories said within it first, each part ranked by relevance. A question about how things
+stand now ("What is my rate now?", "Am I still on line 14?") lifts the candidates by their
+order in time (``PRESENT_BONUS``): of two statements on it, the newer comes first.
 
 An exchange also ranks by the one just before it in its conversation (``CONTEXT_STEPS``,
 ``CONTEXT_DECAY``): a follow-up ("passed all his phase 4 exams", after "How did Seán do?")
@@ -62,6 +64,9 @@ _MIN_IDF_DOCS = 100
 #: of it each step keeps (chosen on the dev half of bench/memory's conversation set).
 CONTEXT_STEPS = 1
 CONTEXT_DECAY = 0.6
+#: Added to the fused score of the newest of the candidates, in proportion to their order by
+#: time, when a question asks how things stand now (chosen on the same dev half).
+PRESENT_BONUS = 0.1
 
 
 def relevance(similarity: _Score, lexical: _Score) -> _Score:
@@ -95,6 +100,8 @@ class Candidate:
     in_window: bool = False
     #: Its relevance by its own words, before the exchange before it lends it any.
     alone: float = 0.0
+    #: Added to its relevance where recall orders by it: newer first when asked "now".
+    boost: float = 0.0
 
 
 @dataclass
@@ -324,6 +331,7 @@ class UserIndex:
         window: tuple[str, str] | None = None,
         thread_id: str = "",
         seen: Collection[str] = (),
+        present: bool = False,
     ) -> list[Candidate]:
         """The ``limit`` best memories for ``query``: those said within ``window`` first
         (when any are), each part in fused order. Memories of ``thread_id`` drawn only from
@@ -350,7 +358,7 @@ class UserIndex:
             spoken = np.fromiter((bool(named & s) for s in self._rows.speakers), bool, count=size)
         scores = _Scores(similarity, bm25, share, spoken, alone)
         if window is None:
-            return self._ranked(scores, alive, fuser, limit, in_window=False)
+            return self._ranked(scores, alive, fuser, limit, in_window=False, present=present)
         if self._at is None:
             self._at = np.array(self._rows.at, dtype=str)
         inside = alive & (self._at >= window[0]) & (self._at < window[1])
@@ -406,7 +414,14 @@ class UserIndex:
         return frozenset(name for name in self._speakers if name in words)
 
     def _ranked(
-        self, scores: _Scores, mask: np.ndarray, fuser: Fuser, limit: int, *, in_window: bool
+        self,
+        scores: _Scores,
+        mask: np.ndarray,
+        fuser: Fuser,
+        limit: int,
+        *,
+        in_window: bool,
+        present: bool = False,
     ) -> list[Candidate]:
         if limit <= 0 or not mask.any():
             return []
@@ -423,6 +438,14 @@ class UserIndex:
                 if scores.spoken[self._row_of[hit.id]]:
                     hit.score += SPEAKER_BONUS
             fused.sort(key=lambda h: -h.score)  # stable: ties keep the fuser's order
+        boosts: dict[str, float] = {}
+        if present and len(fused) > 1:
+            # "what is my rate now?": what was said since comes before what it replaced
+            oldest_first = sorted(fused, key=lambda h: self._said_order(self._row_of[h.id]))
+            for rank, hit in enumerate(oldest_first):
+                boosts[hit.id] = PRESENT_BONUS * rank / (len(fused) - 1)
+                hit.score += boosts[hit.id]
+            fused.sort(key=lambda h: -h.score)
         if in_window and len(fused) < limit:  # said in the window: relevant by time alone
             found = {f.id for f in fused}
             order = rows[np.argsort(-scores.similarity[rows], kind="stable")]
@@ -444,6 +467,7 @@ class UserIndex:
                     fused=float(fused_scores.get(key, 0.0)),
                     in_window=in_window,
                     alone=float(scores.alone[row]),
+                    boost=boosts.get(key, 0.0),
                 )
             )
         return out
@@ -547,6 +571,7 @@ def rank_pool(
     sessions_back: int = 0,
     thread_id: str = "",
     seen: Collection[str] = (),
+    present: bool = False,
 ) -> list[Candidate]:
     """Rank memories another engine found (mem0's own search, with its similarity score)
     as ``UserIndex.search`` ranks a user's: BM25 over the pool, fused with the engine's list."""
@@ -564,6 +589,7 @@ def rank_pool(
         window=window,
         thread_id=thread_id,
         seen=seen,
+        present=present,
     )
 
 

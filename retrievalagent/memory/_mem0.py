@@ -349,11 +349,12 @@ class Mem0Backend(PlannedBackend):
             sessions_back=request.time.sessions_back if request.time else 0,
             thread_id=request.thread_id,
             seen=request.seen,
+            present=bool(request.time and request.time.present),
         )
         out = []
         for found_one in ranked:
             hit = pool[found_one.key]
-            hit.score = relevance(found_one.similarity, found_one.lexical)
+            hit.score = relevance(found_one.similarity, found_one.lexical) + found_one.boost
             hit.similarity, hit.lexical = found_one.similarity, found_one.lexical
             hit.matched = "window" if found_one.in_window else "conversation"
             hit.in_window, hit.alone = found_one.in_window, found_one.alone

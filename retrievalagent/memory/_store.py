@@ -150,7 +150,7 @@ def _candidate_hit(found: Candidate) -> MemoryHit:
     hit = _value_hit(
         found.key,
         found.value,
-        relevance(found.similarity, found.lexical),
+        relevance(found.similarity, found.lexical) + found.boost,
         "window" if found.in_window else "conversation",
         found.similarity,
     )
@@ -381,6 +381,7 @@ class StoreBackend(PlannedBackend):
                 window=window,
                 thread_id=request.thread_id,
                 seen=request.seen,
+                present=bool(request.time and request.time.present),
             )
         return [_candidate_hit(c) for c in found]
 

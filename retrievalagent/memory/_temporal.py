@@ -78,6 +78,9 @@ class TimeRef:
     start: str = ""
     end: str = ""
     sessions_back: int = 0
+    #: the question asks how things stand now ("now", "these days", "still"): of what
+    #: was said on it, the newest counts (see ``memory._hybrid``)
+    present: bool = False
 
     @property
     def window(self) -> tuple[str, str] | None:
@@ -218,6 +221,13 @@ def _months(now: datetime, text: str) -> TimeRef | None:
     return None
 
 
+#: How a question asks about the present state of something that may have changed.
+_PRESENT = re.compile(
+    r"\b(?:now|nowadays|these days|currently|current|still|anymore|any more|"
+    r"at the moment|at present|latest|by now|so far)\b"
+)
+
+
 def _sessions(text: str) -> TimeRef | None:
     if re.search(
         r"\b(?:last|previous) (?:time|session|conversation|chat)\b|\blast time we (?:talked|spoke)\b",
@@ -257,4 +267,4 @@ def time_ref(question: str, now: datetime) -> TimeRef | None:
     for read in (_dated, _month_part, _relative_days, _months, _relative_weeks):
         if (found := read(now, text)) is not None:
             return found
-    return _sessions(text)
+    return _sessions(text) or (TimeRef(present=True) if _PRESENT.search(text) else None)
