@@ -93,6 +93,12 @@ class MemoryItem(TypedDict, total=False):
     ]
     thread_id: Annotated[str, "conversation memory: the thread it was said in"]
     at: Annotated[str, "conversation memory: when it was said (ISO 8601, UTC)"]
+    relevance: Annotated[
+        float,
+        "conversation memory: the relevance `conversation_relevance_threshold` gates: by its "
+        "own words, or an answer's by the question it answers (`score`, which orders, also "
+        "counts what the exchange before it lends and, asked about now, its place in time)",
+    ]
 
 
 class TimeWindow(TypedDict):
@@ -152,7 +158,11 @@ class ReadMemoryEvent(TypedDict, total=False):
     best_similarity: Annotated[
         float | None, "the best embedding similarity of a search fact, kept or not"
     ]
-    best_conversation: Annotated[float | None, "the best relevance of a past exchange, kept or not"]
+    best_conversation: Annotated[
+        float | None,
+        "the best relevance of a past exchange, as the conversation threshold reads it "
+        "(see `MemoryItem.relevance`), kept or not",
+    ]
     backend: Annotated[str, "the memory backend's name"]
     waited_for_writes_ms: Annotated[
         float, "time spent waiting for this user's previous writes to land (read-your-writes)"

@@ -678,6 +678,36 @@ def test_a_follow_up_is_found_by_what_it_answers(build: Callable[..., Any], kind
     assert recall_misses(build(kind), dev_people("marcus"), {"marcus-q07"}) == []
 
 
+def test_an_answer_comes_with_its_question_and_the_trace_shows_why(
+    build: Callable[..., Any],
+) -> None:
+    """"Passed all his phase 4 exams" names neither Seán nor college, but answers "How did
+    Seán do this year?": asked how Seán is getting on, recall brings it with its question.
+    The trace shows the relevance the bar read (``relevance``: an answer's is its
+    question's) beside ``score``, which orders recall (the question first)."""
+    rag = build("store")
+    remember_january(rag)  # what else ann said
+    rag.remember(
+        [
+            {"role": "user", "content": "Seán is back from college for the summer."},
+            {"role": "assistant", "content": "How did Seán do this year?"},
+            {"role": "user", "content": "Passed all his phase 4 exams, delighted."},
+            {"role": "assistant", "content": "Congratulations to him."},
+        ],
+        user_id="ann",
+        thread_id="june",
+        at="2026-06-20T18:00:00Z",
+    )
+    state = rag.invoke("How is Seán getting on at college?", cfg("ann", "t2"))
+    (read,) = state.events("read_memory")
+    said = [i for i in read["items"] if i["kind"] == "conversation"]
+    assert [("phase 4" in i["text"]) for i in said] == [False, True], said
+    question, answer = said
+    assert answer["relevance"] == question["relevance"] > answer["score"]
+    assert read["best_conversation"] == question["relevance"]
+    assert "phase 4 exams" in state.memory_context
+
+
 def test_a_question_about_the_past_recalls_its_paraphrase(build: Callable[..., Any]) -> None:
     """ "Why couldn't I leave the shutter open for long with my original setup?" shares no
     word with "anything past about 15 seconds gets arcs at the edges", and "How long are my

@@ -236,6 +236,8 @@ def _item(hit: MemoryHit) -> MemoryItem:
     }
     if hit.kind == CONVERSATION:
         item["thread_id"], item["at"] = hit.thread_id, hit.at
+        if hit.alone is not None:
+            item["relevance"] = round(hit.alone, 4)
     return item
 
 

@@ -21,7 +21,9 @@ order in time (``PRESENT_BONUS``): of two statements on it, the newer comes firs
 An exchange also ranks by the one just before it in its conversation (``CONTEXT_STEPS``,
 ``CONTEXT_DECAY``): a follow-up ("passed all his phase 4 exams", after "How did Seán do?")
 is about what was said before it, which its own words rarely name. That orders the lists;
-the relevance gate reads a memory's own words (``Candidate.alone``).
+the relevance gate reads a memory's own words (``Candidate.alone``), except that an answer
+to a question (the exchange before it ends with "?") passes the gate when its question
+does: an unrelated message that merely came next is not recalled, a reply is.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ class Candidate:
     lexical: float
     fused: float
     in_window: bool = False
-    #: Its relevance by its own words, before the exchange before it lends it any.
+    #: The relevance the bar reads: by its own words, or, for an answer, by the question it
+    #: answers (``_answering``); not what the exchange before it lends its ranking.
     alone: float = 0.0
     #: Added to its relevance where recall orders by it: newer first when asked "now".
     boost: float = 0.0
@@ -143,6 +146,7 @@ class UserIndex:
         # earlier than its thread's last or one is removed
         self._before = np.zeros(0, dtype=np.int64)
         self._last_of: dict[str, int] = {}  # thread -> its latest row
+        self._asks = np.zeros(0, dtype=bool)  # ends with a question (see _answering)
         self._before_stale = False
         # term -> (rows, weights) as lists, and as arrays once a search needed them
         self._postings: dict[int, tuple[list[int], list[float]]] = {}
@@ -191,6 +195,7 @@ class UserIndex:
         # memories stored without their place (before it was kept) rank by their own words:
         # a store lists them in no particular order, and one import shares one time
         self._rows.linked.append(placed and value.get("form") in (None, "", "exchange"))
+        self._asks[row] = text.rstrip().endswith("?")
         self._follow(row, thread)
         names = value.get("speakers")
         people = (
@@ -255,6 +260,9 @@ class UserIndex:
             before = np.full(self._matrix.shape[0], -1, dtype=np.int64)
             before[: self._before.shape[0]] = self._before
             self._before = before
+            asks = np.zeros(self._matrix.shape[0], dtype=bool)
+            asks[: self._asks.shape[0]] = self._asks
+            self._asks = asks
         self._matrix[row] = vector
 
     def _compact_if_sparse(self) -> None:
@@ -352,6 +360,7 @@ class UserIndex:
         if self.context:
             before = self._previous()
             similarity, bm25, share = (_in_context(a, before) for a in (similarity, bm25, share))
+            alone = _answering(alone, before, self._asks[:size])
         named = self._named(query)
         spoken = np.zeros(size, dtype=bool)
         if named:
@@ -501,6 +510,19 @@ class _Scores:
 def _small_int(value: Any) -> bool:
     """An int a store may hand back that fits the index's int64 arrays (not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
+
+
+def _answering(alone: np.ndarray, before: np.ndarray, asks: np.ndarray) -> np.ndarray:
+    """Each row's own relevance, or that of the exchange before it when that one ends with
+    a question: an answer ("Passed all his phase 4 exams", after "How did Seán do this
+    year?") is about what it was asked, which its own words rarely name, so it passes the
+    bar when its question does."""
+    answers = np.flatnonzero((before >= 0) & asks[np.maximum(before, 0)])
+    if not answers.size:
+        return alone
+    out = alone.copy()
+    out[answers] = np.maximum(alone[answers], alone[before[answers]])
+    return out
 
 
 def _in_context(scores: np.ndarray, before: np.ndarray) -> np.ndarray:

@@ -257,7 +257,7 @@ class MemoryReader:
             scanned=recall.scanned if isinstance(recall.scanned, int) else 0,
             best_score=round(facts[0].score, 4) if facts else None,
             best_similarity=round(max(similarities), 4) if similarities else None,
-            best_conversation=round(max(h.score for h in said), 4) if said else None,
+            best_conversation=round(max(_alone(h) for h in said), 4) if said else None,
             malformed=bad + bad_facts + bad_preferences + bad_said,
         )
         if not out.kept:
