@@ -681,7 +681,7 @@ def test_a_follow_up_is_found_by_what_it_answers(build: Callable[..., Any], kind
 def test_an_answer_comes_with_its_question_and_the_trace_shows_why(
     build: Callable[..., Any],
 ) -> None:
-    """"Passed all his phase 4 exams" names neither Seán nor college, but answers "How did
+    """ "Passed all his phase 4 exams" names neither Seán nor college, but answers "How did
     Seán do this year?": asked how Seán is getting on, recall brings it with its question.
     The trace shows the relevance the bar read (``relevance``: an answer's is its
     question's) beside ``score``, which orders recall (the question first)."""
