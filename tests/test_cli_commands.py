@@ -347,9 +347,28 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
             "nmae.jsonl line 2: message 1 has the key 'nmae', which import does not read; "
             "did you mean 'name'?"
         ),
+        # a misspelt key that says what a line is: named, not read as the other kind
+        str(_jsonl(tmp_path / "Role.jsonl", good, {"Role": "assistant", "content": "ok"})): (
+            "Role.jsonl line 2 has the key 'Role', which import does not read; did you mean 'role'?"
+        ),
+        str(_jsonl(tmp_path / "Messages.jsonl", {"Messages": [good]})): (
+            "Messages.jsonl line 1 has the key 'Messages'"
+        ),
+        str(_jsonl(tmp_path / "blocks.jsonl", {"role": "user", "content": [1, "hi"]})): (
+            "blocks.jsonl line 1: message 0's content list holds a int value"
+        ),
+        str(_jsonl(tmp_path / "who.jsonl", {**good, "name": {"first": "Bob"}})): (
+            "who.jsonl line 1: message 0's name must be text, not dict"
+        ),
     }
+    twice = tmp_path / "twice.jsonl"  # JSON would keep the second content, dropping the first
+    twice.write_text('{"role": "user", "content": "hi", "content": "there"}\n', encoding="utf-8")
+    cases[str(twice)] = "twice.jsonl line 1: the key 'content' is given twice"
+    long_key = str(_jsonl(tmp_path / "long.jsonl", {**good, "x" * 5000: 1}))
+    cases[long_key] = "has the key 'xxxxx"
     for path, problem in cases.items():
         refused = runner.invoke(app, ["memory", "import", path, "--user", "ann", "-c", "notes"])
+        assert len(refused.stderr) < 1000, refused.stderr[:200]
         assert refused.exit_code == 1 and problem in " ".join(refused.stderr.split()), (
             path,
             refused.stderr,
@@ -379,9 +398,13 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
     for args, problem in (
         (["ann", "--user", "ann"], "give the user once"),
         ([], "missing the user"),
+        ([""], "USER must not be empty"),
+        (["--user", "  "], "--user must not be empty"),
     ):
-        refused = runner.invoke(app, ["memory", "list", *args, "-c", "notes"])
-        assert refused.exit_code == 1 and problem in refused.stderr, refused.stderr
+        for command in ("list", "forget"):  # refused before forget asks anything
+            refused = runner.invoke(app, ["memory", command, *args, "-c", "notes"], input="y\n")
+            assert refused.exit_code == 1 and problem in refused.stderr, refused.stderr
+            assert "Erase everything" not in refused.stdout
     erased = invoke(runner, "memory", "forget", "--user", "ann", "--yes", "-c", "notes")
     assert "erased" in erased.stdout
     assert "nothing is remembered" in invoke(runner, "memory", "list", "ann", "-c", "notes").stdout

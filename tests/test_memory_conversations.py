@@ -459,6 +459,9 @@ def test_remember_takes_langchain_messages(build: Callable[..., Any]) -> None:
         ([{"role": "user", "content": "hi", "metadata": "ops"}], None, "metadata must be a dict"),
         ([{"role": "user", "content": "hi"}, {"role": "user", "content": 42}], None, "content"),
         ([{"role": "user", "content": {"text": "hi"}}], None, "message 0's content"),
+        ([{"role": "user", "content": [1, "hi"]}], None, "content list holds a int"),
+        ([{"role": "user", "content": "hi", "name": {"a": 1}}], None, "name must be text"),
+        ([{"role": "user", "content": "hi", "id": ["m1"]}], None, "id must be text or a n"),
         (
             [{"role": "user", "content": "hi", "metadata": {"ts": datetime.now(timezone.utc)}}],
             None,
@@ -830,6 +833,36 @@ def test_a_stated_preference_is_recalled_unless_a_newer_one_replaced_it(
     assert any("I prefer answers in German." in h["text"] for h in asked), asked
     flight = rag.recall("When does my flight to Oslo leave?", user_id="ann")
     assert any("9:40" in h["text"] for h in flight), flight
+
+
+def test_the_offline_answer_quotes_only_what_the_user_said(build: Callable[..., Any]) -> None:
+    """The offline answer reminds the user of what they said before ("Earlier ... you said:
+    ..."): never of what a named assistant ("Aria: I run nightly backups") said."""
+    rag = build("store")
+    question = "How do backups of my PostgreSQL cluster work?"
+    rag.remember(
+        [
+            {"role": "user", "content": "What is the best way to back up PostgreSQL?"},
+            {
+                "role": "assistant",
+                "name": "Aria",
+                "content": "I run nightly backups of my PostgreSQL clusters with pg_basebackup.",
+            },
+        ],
+        user_id="ann",
+        thread_id="t1",
+        at="2026-01-05T09:00:00Z",
+    )
+    answer = rag.invoke(question, cfg("ann", "t2")).answer
+    assert "you said" not in answer and "nightly" not in answer, answer
+    rag.remember(
+        [{"role": "user", "content": STATEMENT}, {"role": "assistant", "content": "Noted."}],
+        user_id="bob",
+        thread_id="t1",
+        at="2026-01-05T09:00:00Z",
+    )
+    answer = rag.invoke(question, cfg("bob", "t2")).answer
+    assert "(Earlier on 2026-01-05 you said: “My cluster runs PostgreSQL 13" in answer, answer
 
 
 @pytest.mark.parametrize("kind", ["store", "memory"])
@@ -1450,6 +1483,16 @@ def test_a_question_about_now_puts_what_was_said_since_first(
 
     assert rates("What is my hourly rate now?") == ["70", "60"]
     assert rates("What is my hourly rate?") == ["60", "70"]
+    # whatever else she talked about since: only what is on the rate is ordered by time
+    for day, said in enumerate(ODDS_AND_ENDS, start=11):
+        rag.remember(
+            [{"role": "user", "content": said}, {"role": "assistant", "content": "Noted."}],
+            user_id="ann",
+            thread_id=f"t-later-{day}",
+            at=f"2026-03-{day}T09:00:00Z",
+        )
+    assert rates("What is my hourly rate now?") == ["70", "60"]
+    assert rates("What is my most recent hourly rate?") == ["70", "60"]
     state = rag.invoke("What is my hourly rate now?", cfg("ann", "t-may"))
     (read,) = state.events("read_memory")
     assert read["time"]["present"] is True and read["time"]["start"] == ""

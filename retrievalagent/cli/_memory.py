@@ -53,6 +53,7 @@ UserFlag = Annotated[
 MESSAGE_KEYS = ("role", "content", "name", "metadata", "id")
 _OPENAI_MESSAGE_KEYS = frozenset(
     {"tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
+    | {"type", "status"}  # a Responses API message item
 )
 
 
@@ -65,7 +66,10 @@ def _user(argument: str | None, flag: str | None) -> str:
             if argument is not None
             else "missing the user: give USER or --user"
         )
-    return check_id(argument, "USER") if argument is not None else check_id(flag, "--user")
+    value, what = (argument, "USER") if argument is not None else (flag or "", "--user")
+    if not value.strip():  # refused before a command asks to erase "everything of ''"
+        raise ConfigError(f"{what} must not be empty")
+    return check_id(value, what)
 
 
 StoreOpt = Annotated[
@@ -216,20 +220,32 @@ def _json_lines(path: Path) -> list[str]:
         raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def read_conversations(path: Path) -> list[dict[str, Any]]:
-    """The conversations in a JSON-lines file (see ``import``), each ``{"messages": [...]}``
-    with its ``thread_id`` and ``at`` where the line gives them."""
-    lines = _json_lines(path)
+def _json_rows(path: Path) -> list[tuple[int, Any]]:
+    """Each line of ``path`` that is not blank, read as JSON, with its number."""
     rows = []
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(_json_lines(path), 1):
         if not line.strip():
             continue
         try:
-            rows.append((number, json.loads(line)))
+            rows.append((number, json.loads(line, object_pairs_hook=_no_repeats)))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} line {number} is not JSON: {exc.msg}") from None
+        except _RepeatedKey as exc:
+            raise ConfigError(
+                f"{path} line {number}: the key {_shown(exc.key)} is given twice (JSON keeps "
+                "only the last)"
+            ) from None
+    return rows
+
+
+def read_conversations(path: Path) -> list[dict[str, Any]]:
+    """The conversations in a JSON-lines file (see ``import``), each ``{"messages": [...]}``
+    with its ``thread_id`` and ``at`` where the line gives them."""
+    rows = _json_rows(path)
     if not rows:
         raise ConfigError(f"{path} holds no messages")
+    for number, row in rows:
+        _unreadable(path, number, row)
 
     if _one_kind(path, rows):
         # one conversation, a message a line
@@ -248,8 +264,39 @@ def read_conversations(path: Path) -> list[dict[str, Any]]:
     return conversations
 
 
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, or ``_RepeatedKey``: of a key given twice JSON keeps the last,
+    dropping the other unread."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
 def _is_message(row: Any) -> bool:
     return isinstance(row, dict) and "role" in row
+
+
+def _unreadable(path: Path, number: int, row: Any) -> None:
+    """``ConfigError`` for a line that is neither a message nor a conversation because a
+    key is misspelt ("Role", "Messages"): the key is named, not the file's shape."""
+    if not isinstance(row, dict) or "role" in row or "messages" in row:
+        return
+    for key in row:
+        if hint := _nearest(str(key), ("role", "messages")):
+            raise ConfigError(
+                f"{path} line {number} has the key {_shown(str(key))}, which import does not "
+                f"read; {hint}a line is a message (with 'role') or a conversation (with "
+                "'messages')"
+            )
 
 
 def _one_kind(path: Path, rows: list[tuple[int, Any]]) -> bool:
@@ -318,12 +365,20 @@ def _known_keys(
     key = next((k for k in row if k not in known and k not in ignored), None)
     if key is None:
         return
-    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}? " if close else ""
     raise ConfigError(
-        f"{path} line {line}: {what} has the key {key!r}, which import does not read; "
-        f"{hint}it reads {', '.join(repr(k) for k in known)}{advice}"
+        f"{path} line {line}: {what} has the key {_shown(key)}, which import does not read; "
+        f"{_nearest(key, known)}it reads {', '.join(repr(k) for k in known)}{advice}"
     )
+
+
+def _shown(key: str) -> str:
+    """A key as an error names it: a pasted paragraph as a key is cut."""
+    return repr(key if len(key) <= 60 else key[:57] + "...")
+
+
+def _nearest(key: str, known: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key.casefold(), known, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
 
 
 @memory_app.command("forget")

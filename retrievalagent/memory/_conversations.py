@@ -52,8 +52,6 @@ _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
 #: How an offline answer quotes what the user said before (never stored back as said).
 EARLIER = "(Earlier{day} you said: “{statement}”)"
 _QUOTED_EARLIER = re.compile(r"\s*\(Earlier[^()“”]* you said: “[^”]*”\)")
-#: Where one message ends and the next begins, stored ("\n") or shown in a prompt (" / ").
-_LINE_BREAK = re.compile(r"\n| / ")
 #: Where one speaker's words are cut into sentences.
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 # First person: what a user says about themselves ("my cluster", "I run", "we moved").
@@ -172,12 +170,7 @@ def said_of(message: Any, position: int) -> Said | None:
     _check_json(metadata, position)
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
-    if content is not None and not isinstance(content, str | list):
-        # None: an assistant message that only calls tools (OpenAI exports have them)
-        raise ValueError(
-            f"message {position}'s content must be text or a list of content blocks, "
-            f"not {type(content).__name__}"
-        )
+    _check_fields(position, content, name, ident)
     text = " ".join(_text(content).split())
     if not text:
         return None
@@ -188,6 +181,30 @@ def said_of(message: Any, position: int) -> Said | None:
         metadata=dict(metadata or {}),
         id=str(ident or ""),
     )
+
+
+def _check_fields(position: int, content: Any, name: Any, ident: Any) -> None:
+    """``ValueError`` naming ``position`` for a field ``Said`` would otherwise turn into
+    something else ({"a": 1} as a speaker's name, a number in a list of content blocks)."""
+    if content is not None and not isinstance(content, str | list):
+        # None: an assistant message that only calls tools (OpenAI exports have them)
+        raise ValueError(
+            f"message {position}'s content must be text or a list of content blocks, "
+            f"not {type(content).__name__}"
+        )
+    blocks = content if isinstance(content, list) else []
+    odd = next((c for c in blocks if not isinstance(c, str | Mapping)), None)
+    if odd is not None:
+        raise ValueError(
+            f"message {position}'s content list holds a {type(odd).__name__} value; expected text "
+            "or content blocks ({'type': 'text', 'text': ...})"
+        )
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"message {position}'s name must be text, not {type(name).__name__}")
+    if ident is not None and (not isinstance(ident, str | int) or isinstance(ident, bool)):
+        raise ValueError(
+            f"message {position}'s id must be text or a number, not {type(ident).__name__}"
+        )
 
 
 def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
@@ -351,23 +368,25 @@ def fact_key(subject: str) -> str:
     return _key("f", subject)
 
 
-def speaker_lines(text: str) -> list[tuple[str, str]]:
+def speaker_lines(text: str, separator: str = "\n") -> list[tuple[str, str]]:
     """A stored exchange as ``(speaker, words)``, one per message: it is stored one
-    "speaker: words" line per message, and shown in a prompt on one line, the messages apart
-    by " / ". A piece without a speaker (a message's own " / ") has speaker ``""``."""
+    "speaker: words" line per message (``separator`` "\n"), and shown in a prompt on one
+    line, the messages apart by " / " (pass that). A piece without a speaker has ``""``."""
     out = []
-    for line in _LINE_BREAK.split(text):
+    for line in text.split(separator):
         speaker, sep, words = line.partition(": ")
         out.append((speaker.strip(), words) if sep else ("", line))
     return out
 
 
 def said_by_user(memory_text: str) -> str:
-    """What the user stated about themselves in a stored exchange: their sentences with
-    "I", "my", "we"... that are not questions ("" when there are none)."""
+    """What the user stated about themselves in an exchange as a prompt shows it (messages
+    apart by " / "): the sentences with "I", "my", "we"... of their own unnamed lines that
+    are not questions ("" when there are none). A named line may be the assistant's
+    ("Aria: I run nightly backups") or another person's: not the user's to be quoted."""
     kept = []
-    for speaker, content in speaker_lines(memory_text):
-        if not content or speaker in ("", "assistant"):
+    for speaker, content in speaker_lines(memory_text, " / "):
+        if speaker != "user":
             continue
         for sentence in SENTENCE_END.split(content):
             sentence = sentence.strip()

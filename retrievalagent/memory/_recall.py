@@ -151,7 +151,7 @@ def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str
     text = hit.text
     if len(text) <= MAX_SHOWN_CHARS:
         return text
-    lines = [(speaker, SENTENCE_END.split(words)) for speaker, words in speaker_lines(text)]
+    lines = [(speaker, SENTENCE_END.split(words)) for speaker, words in speaker_lines(text, " / ")]
     places = [(i, j) for i, (_, said) in enumerate(lines) for j in range(len(said))]
     score = {(i, j): bears(lines[i][1][j]) if bears else 0 for i, j in places}
     ranked = sorted((p for p in places if score[p] > 0), key=lambda p: (-score[p], p))

@@ -223,8 +223,9 @@ def _months(now: datetime, text: str) -> TimeRef | None:
 
 #: How a question asks about the present state of something that may have changed.
 _PRESENT = re.compile(
-    r"\b(?:now|nowadays|these days|currently|current|still|anymore|any more|"
-    r"at the moment|at present|latest|by now|so far)\b"
+    r"\b(?:now|nowadays|these days|currently|current|presently|still|anymore|any more|"
+    r"any longer|no longer|at the moment|at present|at this point|latest|most recent|"
+    r"by now|so far)\b"
 )
 
 
