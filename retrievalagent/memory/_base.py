@@ -102,8 +102,9 @@ class MemoryHit:
     #: whether it was said in the time the question points to.
     lexical: float | None = None
     in_window: bool = False
-    #: Conversation memory: its relevance by its own words, without what the exchange
-    #: before it lends it (``score`` counts that; the relevance gate reads this).
+    #: Conversation memory: the relevance the gate reads, by its own words (an answer's:
+    #: its question's), without what the exchange before it lends its rank (``score``
+    #: counts that, and the "now" order).
     alone: float | None = None
 
 

@@ -337,8 +337,9 @@ def _people_said(hit: MemoryHit) -> str:
 
 
 def _alone(hit: MemoryHit) -> float:
-    """A conversation memory's relevance by its own words (what the exchange before it
-    lends it orders recall, but cannot make an unrelated message relevant)."""
+    """A conversation memory's relevance as the bar reads it: by its own words, or an
+    answer's by its question's (what the exchange before it lends orders recall, but
+    cannot make an unrelated message relevant)."""
     return hit.score if hit.alone is None else hit.alone
 
 
