@@ -689,7 +689,7 @@ def test_an_answer_comes_with_its_question_and_the_trace_shows_why(
     The trace shows the relevance the bar read (``relevance``: an answer's is its
     question's) beside ``score``, which orders recall (the question first)."""
     rag = build("store")
-    remember_january(rag)  # what else ann said
+    remember_odds_and_ends(rag)  # what else ann said
     rag.remember(
         [
             {"role": "user", "content": "Seán is back from college for the summer."},
@@ -739,14 +739,15 @@ ODDS_AND_ENDS = [
 ]
 
 
-def remember_january(rag: Any) -> None:
-    """``ODDS_AND_ENDS``, one a day in January 2026, each in a conversation of its own."""
-    for day, said_then in enumerate(ODDS_AND_ENDS, start=1):
+def remember_odds_and_ends(rag: Any, month: int = 1, first_day: int = 1) -> None:
+    """``ODDS_AND_ENDS``, one a day from ``first_day`` of a month of 2026 (January unless
+    told), each in a conversation of its own."""
+    for day, said_then in enumerate(ODDS_AND_ENDS, start=first_day):
         rag.remember(
             [{"role": "user", "content": said_then}, {"role": "assistant", "content": "Noted."}],
             user_id="ann",
-            thread_id=f"jan-{day}",
-            at=f"2026-01-{day:02d}T09:00:00Z",
+            thread_id=f"odds-{month:02d}-{day:02d}",
+            at=f"2026-{month:02d}-{day:02d}T09:00:00Z",
         )
 
 
@@ -755,7 +756,7 @@ def test_a_borderline_match_does_not_bring_every_memory_along(build: Callable[..
     must not open the gate for everything else they said (an allergy in a prompt about
     work). One that plainly is brings what else bears on it."""
     rag = build("store")
-    remember_january(rag)
+    remember_odds_and_ends(rag)
     context = rag.invoke("what's going on at work?", cfg("ann", "new")).memory_context
     assert len(conversation_lines(context)) <= 1, context
     assert "penicillin" not in context
@@ -772,7 +773,7 @@ def test_a_time_in_the_question_does_not_lower_the_bar_for_other_times(
     and nothing from January that falls short of the bar: what was said in the window must
     not set the bar for the rest."""
     rag = build("store")
-    remember_january(rag)
+    remember_odds_and_ends(rag)
     for day, said_then in (
         (10, "We watched a documentary about whales."),
         (11, "I bought new running shoes."),
@@ -1484,13 +1485,7 @@ def test_a_question_about_now_puts_what_was_said_since_first(
     assert rates("What is my hourly rate now?") == ["70", "60"]
     assert rates("What is my hourly rate?") == ["60", "70"]
     # whatever else she talked about since: only what is on the rate is ordered by time
-    for day, said in enumerate(ODDS_AND_ENDS, start=11):
-        rag.remember(
-            [{"role": "user", "content": said}, {"role": "assistant", "content": "Noted."}],
-            user_id="ann",
-            thread_id=f"t-later-{day}",
-            at=f"2026-03-{day}T09:00:00Z",
-        )
+    remember_odds_and_ends(rag, month=3, first_day=11)
     assert rates("What is my hourly rate now?") == ["70", "60"]
     assert rates("What is my most recent hourly rate?") == ["70", "60"]
     state = rag.invoke("What is my hourly rate now?", cfg("ann", "t-may"))
