@@ -30,7 +30,13 @@ from retrievalagent.cli._common import (
     open_agent,
 )
 from retrievalagent.errors import ConfigError
-from retrievalagent.memory import CONVERSATION_KEYS, parse_time, said_in, said_of
+from retrievalagent.memory import (
+    CONVERSATION_KEYS,
+    MESSAGE_KEYS,
+    parse_time,
+    said_in,
+    said_of,
+)
 
 __all__ = ["memory_app"]
 
@@ -48,9 +54,8 @@ UserFlag = Annotated[
     str | None, typer.Option("--user", "-u", help="The user id, as the other commands take it.")
 ]
 
-#: What a message may hold: the keys ``remember`` reads, and those of OpenAI's own message
+#: What a message may hold beside ``MESSAGE_KEYS``: the keys of OpenAI's own message
 #: objects, which an export carries and which say nothing a memory keeps.
-MESSAGE_KEYS = ("role", "content", "name", "metadata", "id")
 _OPENAI_MESSAGE_KEYS = frozenset(
     {"tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
     | {"type", "status"}  # a Responses API message item

@@ -25,6 +25,7 @@ from retrievalagent.memory._base import (
 from retrievalagent.memory._conversations import (
     CONVERSATION_KEYS,
     EARLIER,
+    MESSAGE_KEYS,
     ConversationRecord,
     Said,
     said_by_user,
@@ -45,6 +46,7 @@ __all__ = [
     "CONVERSATION",
     "CONVERSATION_KEYS",
     "EARLIER",
+    "MESSAGE_KEYS",
     "PREFERENCE",
     "BackgroundWrites",
     "ConversationRecord",

@@ -27,6 +27,7 @@ from retrievalagent.memory._temporal import iso, parse_time
 __all__ = [
     "CONVERSATION_KEYS",
     "EARLIER",
+    "MESSAGE_KEYS",
     "ConversationRecord",
     "Said",
     "exchange_records",
@@ -42,6 +43,8 @@ __all__ = [
 
 #: What a conversation given as a dict holds (``remember_many``, ``memory import``).
 CONVERSATION_KEYS = ("messages", "thread_id", "at")
+#: What ``said_of`` reads of a message given as a dict.
+MESSAGE_KEYS = ("role", "content", "name", "metadata", "id")
 #: Longest message text kept in one exchange (characters; the rest is cut).
 MAX_SAID_CHARS = 2000
 #: Longest form of the assistant's reply kept beside the user's message.

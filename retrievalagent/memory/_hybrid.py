@@ -111,6 +111,11 @@ class Candidate:
     #: Added to its relevance where recall orders by it: newer first when asked "now".
     boost: float = 0.0
 
+    @property
+    def score(self) -> float:
+        """What recall orders it by: its relevance with the context lift, plus ``boost``."""
+        return float(relevance(self.similarity, self.lexical)) + self.boost
+
 
 @dataclass
 class _Rows:

@@ -37,7 +37,7 @@ from retrievalagent.memory._base import (
     recall_of,
     recall_text,
 )
-from retrievalagent.memory._hybrid import memory_fuser, rank_pool, relevance
+from retrievalagent.memory._hybrid import memory_fuser, rank_pool
 from retrievalagent.memory._plan import IO, Plan
 from retrievalagent.retrieval import Fuser
 
@@ -354,7 +354,7 @@ class Mem0Backend(PlannedBackend):
         out = []
         for found_one in ranked:
             hit = pool[found_one.key]
-            hit.score = relevance(found_one.similarity, found_one.lexical) + found_one.boost
+            hit.score = found_one.score
             hit.similarity, hit.lexical = found_one.similarity, found_one.lexical
             hit.matched = "window" if found_one.in_window else "conversation"
             hit.in_window, hit.alone = found_one.in_window, found_one.alone

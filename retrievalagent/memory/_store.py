@@ -57,7 +57,6 @@ from retrievalagent.memory._hybrid import (
     IndexCache,
     UserIndex,
     memory_fuser,
-    relevance,
 )
 from retrievalagent.memory._hybrid import unit as _unit
 from retrievalagent.memory._plan import IO, Plan
@@ -150,7 +149,7 @@ def _candidate_hit(found: Candidate) -> MemoryHit:
     hit = _value_hit(
         found.key,
         found.value,
-        relevance(found.similarity, found.lexical) + found.boost,
+        found.score,
         "window" if found.in_window else "conversation",
         found.similarity,
     )
