@@ -40,6 +40,9 @@ def test_shipped_set_has_the_size_and_mix_the_bench_needs(data: dict[str, Any]) 
         "dev": len(users) // 2,
         "heldout": len(users) // 2,
     }
+    # each version of the set added as many people to each half
+    added = Counter((u["added"], u["split"]) for u in users)
+    assert all(added[(version, "dev")] == added[(version, "heldout")] for version, _ in added)
     for user in users:
         sessions = user["sessions"]
         assert 6 <= len(sessions) <= 10, user["user_id"]
@@ -142,6 +145,17 @@ def test_builder_numbers_turns_names_speakers_and_dates_by_zone(tmp_path: Path) 
     assert speaker_q["asked_at"] == "2024-05-01T08:00:00+02:00"
     assert paraphrase_q["evidence"] == ["zoe-s01-01"]
     assert paraphrase_q["asked_at"] > shared["at"]
+
+
+def test_builder_records_the_version_that_added_a_person(tmp_path: Path) -> None:
+    spec = tmp_path / "zoe.txt"
+    spec.write_text(SPEC)
+    assert parse(spec)["added"] == 1  # the first version's people carry no header
+    spec.write_text(SPEC.replace("split: dev", "split: dev\nadded: 2"))
+    assert parse(spec)["added"] == 2
+    spec.write_text(SPEC.replace("split: dev", "split: dev\nadded: two"))
+    with pytest.raises(SpecError, match="'added' is not a version number: 'two'"):
+        parse(spec)
 
 
 def test_builder_refuses_an_unknown_label_with_file_and_line(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Assemble the conversation-memory set from its hand-written specs.  ``python -m bench.memory.build_conversations``
 
 Each file ``bench/memory/data/specs/<user>.txt`` holds one user: a few ``key: value`` header
-lines (``user``, ``name``, ``split``, ``timezone`` as an IANA zone, ``about``), then one
+lines (``user``, ``name``, ``split``, ``timezone`` as an IANA zone, ``about``, and
+``added``, the version of the set that added the person, 1 when absent), then one
 ``## YYYY-MM-DD HH:MM | title`` block per session (local time of the user), then a
 ``## questions`` block. Inside a session each message starts with its speaker:
 
@@ -36,6 +37,7 @@ from bench.memory.conversations import DATA, problems
 
 SPECS = DATA.parent / "specs"
 HEADER_KEYS = ("user", "name", "split", "timezone", "about")
+OPTIONAL_KEYS = ("added",)
 _SESSION = re.compile(r"^## (\d{4}-\d{2}-\d{2} \d{2}:\d{2}) \| (.+)$")
 _MESSAGE = re.compile(r"^(U|A|>[A-Z][\w .'-]*?)(?:#([\w-]+))?: ?(.*)$")
 _QUESTION = re.compile(
@@ -79,7 +81,7 @@ def parse(path: Path) -> dict[str, Any]:
             sessions.append(_Session(at, session.group(2).strip()))
         elif not sessions:
             key, _, value = line.partition(":")
-            if key not in HEADER_KEYS:
+            if key not in HEADER_KEYS + OPTIONAL_KEYS:
                 raise SpecError(f"{where}: unknown header key {key!r}")
             header[key] = value.strip()
         else:
@@ -112,6 +114,8 @@ def _assemble(
     if missing:
         raise SpecError(f"{path.name}: header lacks {', '.join(missing)}")
     uid, zone = header["user"], ZoneInfo(header["timezone"])
+    if not header.get("added", "1").isdigit():
+        raise SpecError(f"{path.name}: 'added' is not a version number: {header['added']!r}")
     labels: dict[str, str] = {}
     out_sessions = []
     for s_index, session in enumerate(sessions, 1):
@@ -164,6 +168,7 @@ def _assemble(
         "split": header["split"],
         "timezone": header["timezone"],
         "about": header["about"],
+        "added": int(header.get("added", "1")),
         "sessions": out_sessions,
         "questions": out_questions,
     }
@@ -174,7 +179,7 @@ def build(specs: Path = SPECS) -> dict[str, Any]:
     users = [parse(p) for p in sorted(specs.glob("*.txt"))]
     return {
         "name": "retrievalagent conversation-memory dev set",
-        "version": 1,
+        "version": 2,
         "question_types": ["paraphrase", "exact", "multi", "temporal", "update", "speaker"],
         "users": users,
     }

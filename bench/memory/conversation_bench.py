@@ -1,6 +1,6 @@
 """Does memory of past conversations find what a user said?  ``python -m bench.memory.conversation_bench``
 
-Issue 21's retrieval bench, on our own development set (``bench/memory/data/``: 16 users,
+Issue 21's retrieval bench, on our own development set (``bench/memory/data/``: 24 users,
 dated multi-session conversations, some with other people in them, and questions asked in
 a new conversation, each naming the turns that hold its answer; see the README there).
 
@@ -323,6 +323,7 @@ def run_methods(
                 "id": q["id"],
                 "user": user["user_id"],
                 "split": user["split"],
+                "added": user.get("added", 1),
                 "type": q["type"],
                 "n_evidence": len(q["evidence"]),
             }
@@ -340,12 +341,16 @@ def _first_rank(evidence: Sequence[str], hits: Sequence[tuple[str, ...]]) -> int
 
 
 def summarize(rows: list[dict[str, Any]], names: Sequence[str]) -> dict[str, Any]:
-    """Mean recall@k and all@k per split, per split and type, per method."""
+    """Mean recall@k and all@k per split, per split and type, per method; and the same for
+    the people a later version of the set added (``heldout-v2``: nobody tuned near them)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[(row["split"], "all")].append(row)
         groups[(row["split"], row["type"])].append(row)
         groups[("all", "all")].append(row)
+        if row.get("added", 1) > 1:
+            groups[(f"{row['split']}-v{row['added']}", "all")].append(row)
+            groups[(f"{row['split']}-v{row['added']}", row["type"])].append(row)
     table: dict[str, Any] = {}
     for (split, kind), members in sorted(groups.items()):
         cell: dict[str, Any] = {"n": len(members)}
@@ -364,7 +369,8 @@ def render(table: dict[str, Any], names: Sequence[str]) -> str:
         f"{n + ' R@5':>11} {'R@10':>6}" for n in names
     )
     lines = [head, "-" * len(head)]
-    for split in (*SPLITS, "all"):
+    later = sorted(s for s in table if s not in (*SPLITS, "all"))
+    for split in (*SPLITS, *later, "all"):
         kinds = ("all",) if split == "all" else ("all", *QUESTION_TYPES)
         for kind in kinds:
             cell = table.get(split, {}).get(kind)
