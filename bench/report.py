@@ -647,6 +647,23 @@ _CONVERSATION_METHODS = {
 }
 
 
+_QUESTION_KINDS = ("all", "paraphrase", "exact", "multi", "temporal", "update", "speaker")
+
+
+def _conversation_verdict(held: dict[str, Any], names: list[str], label: str) -> str:
+    """The target's sentence for one held-out group: recall@10 against the best single."""
+    singles = [n for n in names if n != "recall"]
+    if not held or not singles or "recall" not in held:
+        return ""
+    best = max(singles, key=lambda n: held[n]["r@10"])
+    ratio = held["recall"]["r@10"] / held[best]["r@10"]
+    return (
+        f"{label} `recall` R@10 is {held['recall']['r@10']:.3f}, {ratio:.2f}× the best single "
+        f"retriever ({_CONVERSATION_METHODS[best]}, {held[best]['r@10']:.3f}); the target was "
+        f"≥ 1.15×: **{'met' if ratio >= 1.15 else 'not met'}**."
+    )
+
+
 def memory_conversations_section(res: dict[str, Any] | None) -> str:
     """Issue 21: evidence recall of conversation memory on our multi-session set."""
     if not res:
@@ -654,8 +671,10 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
     data, table_ = res["data"], res["table"]
     names = [n for n in _CONVERSATION_METHODS if n in res["methods"]]
     rows = []
-    for split in ("dev", "heldout"):
-        for kind in ("all", "paraphrase", "exact", "multi", "temporal", "update", "speaker"):
+    later = sorted(s for s in table_ if s not in ("dev", "heldout", "all"))
+    for split in ("dev", "heldout", *later):
+        kinds = ("all",) if split in later else _QUESTION_KINDS
+        for kind in kinds:
             cell = table_.get(split, {}).get(kind)
             if cell is None:
                 continue
@@ -667,17 +686,11 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
                     *(f"{cell[n]['r@5']:.3f} / {cell[n]['r@10']:.3f}" for n in names),
                 )
             )
-    held = table_.get("heldout", {}).get("all", {})
-    singles = [n for n in names if n != "recall"]
-    best = max(singles, key=lambda n: held[n]["r@10"]) if held and singles else None
-    ratio = held["recall"]["r@10"] / held[best]["r@10"] if best and "recall" in held else None
-    verdict_ = (
-        f"Held-out `recall` R@10 is {held['recall']['r@10']:.3f}, {ratio:.2f}× the best single "
-        f"retriever ({_CONVERSATION_METHODS[best]}, {held[best]['r@10']:.3f}); the target was "
-        f"≥ 1.15×: **{'met' if ratio >= 1.15 else 'not met'}**."
-        if ratio
-        else ""
-    )
+    verdict_ = " ".join(
+        _conversation_verdict(table_.get(split, {}).get("all", {}), names, label)
+        for split, label in (("heldout", "Held-out"), *((s, f"`{s}`") for s in later))
+        if split == "heldout" or split.startswith("heldout-")
+    ).strip()
     prompt = res.get("prompt") or {}
     unrelated = res.get("unrelated") or {}
     prompt_line = "; ".join(

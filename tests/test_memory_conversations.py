@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import MemorySaver
+from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent import ConfigError
@@ -280,6 +281,44 @@ async def test_aremember_imports_a_conversation_with_its_sources(
     hits = await rag.arecall("Which PostgreSQL version does staging run?", user_id="alice")
     again = await rag.aremember(HISTORY, user_id="alice", thread_id="ops-2026-01-05", at=AT)
     check_remembered(stored, hits, again, await rag.alist_memories("alice"))
+
+
+class _ReadsFail(InMemoryStore):
+    """A store whose reads fail while its writes would still land (a timeout on a
+    read-only replica, a lock held by another writer)."""
+
+    down = True
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if self.down and not any(isinstance(op, PutOp) for op in ops):
+            raise ConnectionError("store read timed out")
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> Any:
+        return self.batch(ops)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_remember_says_when_the_store_cannot_be_read_and_stores_nothing_half(
+    build: Callable[..., Any], use_async: bool
+) -> None:
+    """``remember`` cannot tell what is stored already: it raises the store's error, not
+    an empty list, and writes nothing; once the store answers, the same call stores it."""
+    store = _ReadsFail()
+    rag = build("store", memory_store=store)
+    where: dict[str, Any] = {"user_id": "alice", "thread_id": "ops-2026-01-05", "at": AT}
+    with pytest.raises(ConnectionError, match="read timed out"):
+        if use_async:
+            await rag.aremember(HISTORY, **where)
+        else:
+            rag.remember(HISTORY, **where)
+    store.down = False
+    assert rag.list_memories("alice") == []
+    stored = await rag.aremember(HISTORY, **where) if use_async else rag.remember(HISTORY, **where)
+    assert len(stored) == 2
+    (hit, *_) = rag.recall("Which PostgreSQL version does staging run?", user_id="alice")
+    assert "PostgreSQL" in hit["text"] and hit["thread_id"] == "ops-2026-01-05"
 
 
 @pytest.mark.parametrize("kind", ["store", "mem0"])
