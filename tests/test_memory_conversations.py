@@ -1623,6 +1623,11 @@ PASTED = [
     ("Passwort: hunter2", "hunter2"),
     ("mot de passe : hunter2", "hunter2"),
     ("contraseña: hunter2", "hunter2"),
+    # punctuation inside a password belongs to it
+    ("My login fails with password: Sun.Flower!42 - why?", "Flower!42"),
+    ("password=Zx81!qq", "!qq"),
+    ("password: pass.word123", "word123"),
+    ("Mot de passe : Zx81!qq", "!qq"),
 ]
 
 
@@ -1637,6 +1642,28 @@ def test_common_secret_shapes_are_never_kept(pasted: str, secret: str) -> None:
     kept = json.dumps([stored, rag.list_memories("s"), rag.recall("pg_dump fails", user_id="s")])
     assert "pg_dump" in kept
     assert secret not in kept
+
+
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_a_secret_said_once_is_masked_where_the_conversation_repeats_it(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """A reply that quotes the password back, or the key pasted again later, keeps no copy."""
+    rag = build(kind)
+    stored = rag.remember(
+        [
+            {"role": "user", "content": "pg_dump asks for a password: Zx81!qq"},
+            {"role": "assistant", "content": "You wrote Zx81!qq; the '!' is expanded by bash."},
+            {"role": "user", "content": "And my api key is Q7hpT2mK9 for the backup bucket."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "I put Q7hpT2mK9 into backup.conf, pg_dump still fails."},
+        ],
+        user_id="s",
+        thread_id="echo",
+    )
+    kept = json.dumps([stored, rag.list_memories("s"), rag.recall("pg_dump fails", user_id="s")])
+    assert "bash" in kept and "backup.conf" in kept  # the words around them are kept
+    assert "Zx81" not in kept and "Q7hpT2mK9" not in kept
 
 
 def make_offline_store_agent(**kwargs: Any) -> Any:

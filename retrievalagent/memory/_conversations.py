@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from retrievalagent.memory._secrets import mask_metadata, mask_secrets
+from retrievalagent.memory._secrets import mask_known, mask_metadata, mask_secrets, secrets_in
 from retrievalagent.memory._temporal import iso, parse_time
 
 __all__ = [
@@ -272,16 +272,22 @@ def clip_said(text: str, limit: int = MAX_SAID_CHARS) -> str:
     return f"{text[:half].rstrip()} … {text[-half:].lstrip()}"
 
 
-def masked_said(said: Sequence[Said]) -> tuple[list[Said], int]:
-    """``said`` with every secret masked (see ``_masked``), and how many were."""
-    cleaned = [_masked(m) for m in said]
+def masked_said(said: Sequence[Said], known: Sequence[str] | None = None) -> tuple[list[Said], int]:
+    """``said`` with every secret masked (see ``_masked``), and how many were. ``known``:
+    the secret values of the whole conversation (``secrets_in``; by default those of
+    ``said``), masked wherever they recur: a reply that quotes the password back."""
+    if known is None:
+        known = secrets_in(m.content for m in said)
+    cleaned = [_masked(m, known) for m in said]
     return [m for m, _ in cleaned], sum(found for _, found in cleaned)
 
 
-def _masked(message: Said) -> tuple[Said, int]:
+def _masked(message: Said, known: Sequence[str]) -> tuple[Said, int]:
     """``message`` with the secrets in its words, speaker name and metadata masked (before
     anything is cut, so no piece of a key survives a cut), and how many were."""
     content, in_content = mask_secrets(message.content)
+    content, echoed = mask_known(content, known)
+    in_content += echoed
     name, in_name = mask_secrets(message.name)
     metadata, in_metadata = mask_metadata(message.metadata)
     masked = dataclasses.replace(message, content=content, name=name, metadata=metadata)
@@ -320,10 +326,11 @@ def exchange_records(
     thread, new message ids) it replaces its first copy instead of adding a second."""
     when = iso(parse_time(at))
     dated = when if at is not None else ""
-    title = mask_secrets(title)[0]
+    known = secrets_in(m.content for m in said)
+    title = mask_known(mask_secrets(title)[0], known)[0]
     records = []
     for place, raw in enumerate(_units(said)):
-        unit, masked = masked_said(raw)
+        unit, masked = masked_said(raw, known)
         # each line masked again after its cut: a cut may join words into a secret's shape
         lines = [mask_secrets(_line(m)) for m in unit]
         masked += sum(found for _, found in lines)

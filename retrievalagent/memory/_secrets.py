@@ -8,17 +8,18 @@ JSON web tokens, private key blocks, HTTP authorization headers), the password i
 the value of an environment variable named like one (``PGPASSWORD=...``), the value after
 words such as "password" (in a few languages), "token" or "api key" (after "password:",
 the rest of the clause: pass phrases have spaces), and long random-looking strings of mixed
-letters and digits. Ordinary words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit
+letters and digits. A value found once is masked wherever its conversation repeats it
+(``secrets_in``, ``mask_known``): replies quote what the user pasted. Ordinary words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit
 hash in lower-case hex) are left alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MASK", "mask_metadata", "mask_secrets"]
+__all__ = ["MASK", "mask_known", "mask_metadata", "mask_secrets", "secrets_in"]
 
 MASK = "[secret removed]"
 
@@ -59,9 +60,12 @@ _ENV_SECRET = re.compile(
     r"""\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|TOKEN|SECRET|(?:API|ACCESS|SECRET|PRIVATE|AUTH)_?KEY)\s*=\s*(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"',;]+)"""
 )
 # after "password:" a pass phrase may have spaces: the rest of the clause goes
+# (a clause ends at ";" or at ".", "!" or "?" before a space or the end: inside a word they
+# belong to the password, as in "Sun.Flower!42")
 _PASS_PHRASE = re.compile(
     r"""(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|passwort|kennwort|mot\ de\ passe|contrase[ñn]a
-      |senha|wachtwoord|has[łl]o|пароль)\s*[:=]\s*(?P<value>[^\s"'\[.!?;][^.!?;\n]*)""",
+      |senha|wachtwoord|has[łl]o|пароль)\s*[:=]\s*
+      (?P<value>[^\s"'\[;](?:[^.!?;\n]|[.!?](?=[^\s.!?;]))*)""",
     re.VERBOSE | re.IGNORECASE,
 )
 # 32+ characters of letters and digits (and - _ + / =) with upper case, lower case and digits
@@ -162,14 +166,19 @@ def _random_looking(token: str) -> bool:
     return mixed and sum(c.isdigit() for c in token) >= 3
 
 
-def mask_secrets(text: str, *, random_looking: bool = True) -> tuple[str, int]:
+def mask_secrets(
+    text: str, *, random_looking: bool = True, found: list[str] | None = None
+) -> tuple[str, int]:
     """``text`` with what looks like a secret replaced by ``MASK``, and how many were
-    (``random_looking=False``: not the long random-looking strings, which ids can be)."""
+    (``random_looking=False``: not the long random-looking strings, which ids can be).
+    ``found``, when given, collects the values masked."""
     count = 0
 
-    def masked(_: re.Match[str]) -> str:
+    def masked(m: re.Match[str]) -> str:
         nonlocal count
         count += 1
+        if found is not None:
+            found.append(m.group(0))
         return MASK
 
     def masked_value(m: re.Match[str]) -> str:
@@ -181,6 +190,8 @@ def mask_secrets(text: str, *, random_looking: bool = True) -> tuple[str, int]:
         if "label" in groups and not _labelled_secret(groups["label"], groups["sep"], value):
             return m.group(0)
         count += 1
+        if found is not None:
+            found.append(value)
         return m.group(0)[: m.start("value") - m.start(0)] + MASK
 
     text = _KNOWN_FORMATS.sub(masked, text)
@@ -191,6 +202,36 @@ def mask_secrets(text: str, *, random_looking: bool = True) -> tuple[str, int]:
     if not random_looking:
         return text, count
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
+    return text, count
+
+
+def secrets_in(texts: Iterable[str]) -> list[str]:
+    """The secret values ``texts`` hold that could recur verbatim elsewhere in the same
+    conversation (a reply quoting the password back, the key pasted again later), longest
+    first. Only values that cannot be an ordinary word: "password: reset" masks "reset"
+    there, not every "reset" of the conversation."""
+    found: list[str] = []
+    for text in texts:
+        mask_secrets(text, found=found)
+    values = {value.strip("\"'").strip() for value in found}
+    kept = [
+        value
+        for value in values
+        if len(value) >= 4
+        and MASK not in value
+        and (not value.isalpha() or any(c.isupper() for c in value[1:]))
+    ]
+    return sorted(kept, key=len, reverse=True)
+
+
+def mask_known(text: str, values: Sequence[str]) -> tuple[str, int]:
+    """``text`` with every occurrence of the secret ``values`` (see ``secrets_in``) masked,
+    and how many were."""
+    count = 0
+    for value in values:
+        if value in text:
+            count += text.count(value)
+            text = text.replace(value, MASK)
     return text, count
 
 
