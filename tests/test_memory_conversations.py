@@ -1258,6 +1258,23 @@ def test_a_turn_the_thread_no_longer_holds_is_recalled_again(build: Callable[...
     assert SAID in rag.invoke(FOLLOW_UP, cfg("alice", "t1")).memory_context
 
 
+def test_a_turn_the_prompt_history_no_longer_shows_is_recalled_in_its_own_thread(
+    build: Callable[..., Any],
+) -> None:
+    """A long thread keeps every turn, but the answer prompt shows only what fits
+    ``history_tokens``: a turn trimmed from it is recalled like any earlier conversation."""
+    rag = build("store", checkpointer=MemorySaver(), history_tokens=100)
+    rag.invoke(STATEMENT, cfg("alice", "long"))
+    for question in ("How do I watch replication lag?", "What does VACUUM FULL lock?") * 2:
+        rag.invoke(question, cfg("alice", "long"))
+    assert any(SAID in str(m.content) for m in rag.get_history("long"))  # the thread holds it
+    assert SAID in rag.invoke(FOLLOW_UP, cfg("alice", "long")).memory_context
+    roomy = build("store", checkpointer=MemorySaver())  # the whole thread fits its prompt
+    roomy.invoke(STATEMENT, cfg("alice", "long"))
+    roomy.invoke("How do I watch replication lag?", cfg("alice", "long"))
+    assert SAID not in roomy.invoke(FOLLOW_UP, cfg("alice", "long")).memory_context
+
+
 # -- 9. failures ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("fault", ["add", "search"])
 def test_a_failing_store_never_fails_the_answer(build: Callable[..., Any], fault: str) -> None:

@@ -444,7 +444,10 @@ class Nodes:
             return None
         start, now = time.perf_counter(), datetime.fromisoformat(_turn_time(state))
         thread_id = str(((config or {}).get("configurable") or {}).get("thread_id") or "")
-        seen = [str(m.id) for m in state.get("messages") or [] if getattr(m, "id", None)]
+        # the turns the answer prompt will show (the history its token budget keeps): one
+        # the budget trims from a long thread is recalled like any other past exchange
+        shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
+        seen = [str(m.id) for m in shown if getattr(m, "id", None)]
         request = reader.request(
             state["question"], state["user_id"], thread_id=thread_id, seen=seen, now=now
         )

@@ -353,8 +353,8 @@ class UserIndex:
     ) -> list[Candidate]:
         """The ``limit`` best memories for ``query``: those said within ``window`` first
         (when any are), each part in fused order. Memories of ``thread_id`` drawn only from
-        messages in ``seen`` (ids of the messages the current thread still holds) are left
-        out: the model sees those turns already."""
+        messages in ``seen`` (ids of the messages of this thread the answer prompt shows)
+        are left out: the model sees those turns already."""
         size = len(self._rows.keys)
         if not self.values or limit <= 0:
             return []
