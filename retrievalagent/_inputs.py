@@ -26,7 +26,15 @@ from typing import Any
 
 from retrievalagent.errors import ConfigError
 
-__all__ = ["MAX_ID_CHARS", "MAX_TOP_K", "check_id", "check_top_k", "clean_question", "redact_url"]
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_TOP_K",
+    "check_id",
+    "check_top_k",
+    "clean_question",
+    "clean_text",
+    "redact_url",
+]
 
 MAX_ID_CHARS = 256
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -41,6 +49,13 @@ _WORD = re.compile(r"\w")
 MAX_TOP_K = 1000
 
 
+def clean_text(text: str) -> str:
+    """``text`` without what no store or model can take or show: invisible format
+    characters dropped, control characters (NUL included, which PostgreSQL refuses) as
+    spaces, lone surrogates (which UTF-8 cannot encode) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", _INVISIBLE.sub("", text)))
+
+
 def clean_question(question: Any, max_chars: int) -> str:
     """The question as the agent uses it, or ``ConfigError`` saying why it cannot be used."""
     if not isinstance(question, str):
@@ -51,8 +66,7 @@ def clean_question(question: Any, max_chars: int) -> str:
             f"question is {len(text)} characters long; the limit is {max_chars} "
             "(setting max_question_chars, env RAG_MAX_QUESTION_CHARS)"
         )
-    text = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", _INVISIBLE.sub("", text)))
-    text = unicodedata.normalize("NFKC", text).strip()
+    text = unicodedata.normalize("NFKC", clean_text(text)).strip()
     if not text:
         raise ConfigError(
             "question must be a non-empty string (it is empty, or only whitespace or "

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    HumanMessageChunk,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
@@ -485,6 +492,34 @@ def test_remember_takes_langchain_messages(build: Callable[..., Any]) -> None:
     assert "sam: Ticket ZX-4411" in ticket["text"]
 
 
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_text_no_store_can_take_is_cleaned_and_a_history_stores_whole(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """A NUL (PostgreSQL refuses it), a lone surrogate (UTF-8 cannot encode it) or an
+    invisible character in what was said is cleaned as a question's is; a long history
+    with one such message at its end stores every conversation, not the first chunk."""
+    rag = build(kind)
+    history = [
+        [{"role": "user", "content": f"Backup job {i} runs at 0{i % 10}:00."}] for i in range(600)
+    ]
+    history.append([{"role": "user", "content": "The \x00replica \ud800is on\u200b Debian 12."}])
+    rag.remember_many(history, user_id="alice")
+    memories = rag.list_memories("alice")
+    assert len(memories) == 601
+    (hit, *_) = rag.recall("Which Debian does the replica run?", user_id="alice")
+    assert hit["text"] == "user: The replica \ufffdis on Debian 12."
+
+
+def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -> None:
+    rag = build("store")
+    reply = AIMessageChunk(content="Nice") + AIMessageChunk(content=" city.")
+    stored = rag.remember(
+        [HumanMessageChunk(content="I live in Oslo."), reply], user_id="c", thread_id="s"
+    )
+    assert [m["text"] for m in stored] == ["user: I live in Oslo.\nassistant: Nice city."]
+
+
 @pytest.mark.parametrize("kind", ["store", "postgres", "mem0"])
 @pytest.mark.parametrize(
     ("messages", "at", "problem"),
@@ -508,6 +543,12 @@ def test_remember_takes_langchain_messages(build: Callable[..., Any]) -> None:
         ),
         ([{"role": "user", "content": "hi"}], "yesterday", "at='yesterday'"),
         ([{"role": "user", "content": "hi"}], 20260105, "at must be a datetime"),
+        # what PostgreSQL's jsonb refuses is refused on every backend, before anything is stored
+        ([{"role": "user", "content": "hi", "metadata": {"x": float("nan")}}], None, "not JSON"),
+        ([{"role": "user", "content": "hi", "metadata": {"x": "a\x00b"}}], None, "NUL"),
+        ([{"role": "user", "content": "hi", "metadata": {"x": "\ud800"}}], None, "surrogate"),
+        # invisible characters alone are no text, as in a question
+        ([{"role": "user", "content": "\u200b\u2060\ufeff"}], None, "no text"),
     ],
 )
 def test_remember_refuses_bad_input_naming_the_problem(

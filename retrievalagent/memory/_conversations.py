@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from retrievalagent._inputs import clean_text
 from retrievalagent.memory._secrets import mask_known, mask_metadata, mask_secrets, secrets_in
 from retrievalagent.memory._temporal import iso, parse_time
 
@@ -51,6 +52,13 @@ MAX_SAID_CHARS = 2000
 MAX_REPLY_CHARS = 240
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 _SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer"})
+_CHUNK_ROLES = {
+    "HumanMessageChunk": "human",
+    "AIMessageChunk": "ai",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "FunctionMessageChunk": "function",
+}
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
 #: How an offline answer quotes what the user said before (never stored back as said).
 EARLIER = "(Earlier{day} you said: “{statement}”)"
@@ -152,6 +160,10 @@ def said_of(message: Any, position: int) -> Said | None:
         metadata, ident = message.get("metadata"), message.get("id")
     elif hasattr(message, "type") and hasattr(message, "content"):
         role, content, name = str(message.type), message.content, getattr(message, "name", None)
+        # a streamed reply, merged ("AIMessageChunk"), or a ChatMessage with its own role
+        role = _CHUNK_ROLES.get(role, role)
+        if role in ("chat", "ChatMessageChunk"):
+            role = str(getattr(message, "role", "") or role)
         extra = getattr(message, "additional_kwargs", None) or {}
         metadata, ident = extra.get("metadata"), getattr(message, "id", None)
     else:
@@ -174,13 +186,13 @@ def said_of(message: Any, position: int) -> Said | None:
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
     _check_fields(position, content, name, ident)
-    text = " ".join(_text(content).split())
+    text = " ".join(clean_text(_text(content)).split())
     if not text:
         return None
     return Said(
         role=_ROLES[role],  # type: ignore[arg-type]
         content=text,
-        name=str(name or "").strip(),
+        name=" ".join(clean_text(str(name or "")).split()),
         metadata=dict(metadata or {}),
         id=str(ident or ""),
     )
@@ -212,11 +224,20 @@ def _check_fields(position: int, content: Any, name: Any, ident: Any) -> None:
 
 def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
     """Metadata is kept as JSON by every backend: what is not JSON is refused up front,
-    not stored by one backend and failing another."""
+    not stored by one backend and failing another (PostgreSQL's ``jsonb`` takes neither
+    NaN nor a NUL character, UTF-8 no lone surrogate)."""
     try:
-        json.dumps(metadata)
+        dumped = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"message {position}'s metadata is not JSON ({exc})") from None
+    if "\\u0000" in dumped:
+        raise ValueError(f"message {position}'s metadata holds a NUL character")
+    try:
+        dumped.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"message {position}'s metadata holds a lone surrogate (not valid Unicode)"
+        ) from None
 
 
 def said_in(messages: Any) -> list[Said]:
