@@ -758,8 +758,9 @@ class RetrievalAgent:
         return memory, user
 
     def list_memories(self, user_id: str) -> list[MemoryInfo]:
-        """Everything the agent remembers about ``user_id``, newest first (waits for that
-        user's writes still in flight, so the list includes the last turn's)."""
+        """Everything the agent remembers about ``user_id``, newest first by when it was
+        said (waits for that user's writes still in flight, so the list includes the last
+        turn's)."""
         memory, user = self._memory_for(user_id)
         self._components.writes.wait_for(user, self.settings.memory_timeout)
         return [memory_info(hit) for hit in memory.list(user)]

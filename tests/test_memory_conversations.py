@@ -511,6 +511,26 @@ def test_text_no_store_can_take_is_cleaned_and_a_history_stores_whole(
     assert hit["text"] == "user: The replica \ufffdis on Debian 12."
 
 
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_memories_list_newest_said_first_whatever_order_they_came_in(
+    build: Callable[..., Any], kind: str
+) -> None:
+    rag = build(kind)
+    for year in (2025, 2010, 2020):  # imported out of order, as histories are
+        rag.remember(
+            [{"role": "user", "content": f"In {year} the backups ran on tape."}],
+            user_id="o",
+            thread_id=f"y{year}",
+            at=f"{year}-01-01T09:00:00+00:00",
+        )
+    listed = [m["text"] for m in rag.list_memories("o")]
+    assert [next(y for y in ("2025", "2020", "2010") if y in t) for t in listed] == [
+        "2025",
+        "2020",
+        "2010",
+    ]
+
+
 def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -> None:
     rag = build("store")
     reply = AIMessageChunk(content="Nice") + AIMessageChunk(content=" city.")

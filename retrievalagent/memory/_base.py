@@ -36,6 +36,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrievalagent._inputs import check_id
@@ -56,6 +57,7 @@ __all__ = [
     "fact_text",
     "memory_info",
     "newest_per_key",
+    "newest_said_first",
     "recall_text",
     "user_id_from_config",
 ]
@@ -177,6 +179,28 @@ def fact_text(text: str) -> str:
     text = text.strip()
     found = _RECALL_TEXT.match(text)
     return found.group("fact").strip() if found else text
+
+
+def newest_said_first(hits: Iterable[MemoryHit]) -> list[MemoryHit]:
+    """A listing's order: newest first by when it was said (a conversation memory's
+    ``at``: an imported 2010 chat lists below a 2025 one, whatever order they came in),
+    else by when it was stored; ties by when stored."""
+
+    def moment(value: str) -> datetime:
+        try:
+            found = datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            return _LONG_AGO
+        return found if found.tzinfo else found.replace(tzinfo=timezone.utc)
+
+    return sorted(
+        hits,
+        key=lambda h: (moment(h.at or h.updated_at), moment(h.updated_at)),
+        reverse=True,
+    )
+
+
+_LONG_AGO = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def newest_per_key(hits: Iterable[MemoryHit], limit: int) -> list[MemoryHit]:

@@ -34,6 +34,7 @@ from retrievalagent.memory._base import (
     PlannedBackend,
     fact_text,
     kind_of,
+    newest_said_first,
     recall_of,
     recall_text,
 )
@@ -479,7 +480,7 @@ class Mem0Backend(PlannedBackend):
     def _list(self, user_id: str) -> Plan[list[MemoryHit]]:
         user = mem0_user(user_id)
         raw = yield self._get_all(user)
-        return sorted(self._hits(raw, user, "listed"), key=lambda h: h.updated_at, reverse=True)
+        return newest_said_first(self._hits(raw, user, "listed"))
 
     def _delete(self, user_id: str, ids: list[str]) -> IO:
         return all_of([self._call("delete", i) for i in ids])

@@ -49,6 +49,7 @@ from retrievalagent.memory._base import (
     MemoryHit,
     PlannedBackend,
     kind_of,
+    newest_said_first,
     recall_of,
     recall_text,
 )
@@ -605,7 +606,7 @@ class StoreBackend(PlannedBackend):
         )
         hits = [_hit(it, 1.0, "listed") for it in self._own(items, ns)]
         hits += [_hit(it, 1.0, "listed") for it in self._own(said, conv_ns)]
-        return sorted(hits, key=lambda h: h.updated_at, reverse=True)
+        return newest_said_first(hits)
 
     def _delete(self, user_id: str, ids: list[str]) -> IO:
         spaces = [self.namespace(user_id, n) for n in (NAMESPACE, VECTORS, CONVERSATIONS)]
