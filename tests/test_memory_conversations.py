@@ -1744,6 +1744,23 @@ def test_a_secret_said_once_is_masked_where_the_conversation_repeats_it(
     assert "Zx81" not in kept and "Q7hpT2mK9" not in kept
 
 
+def test_a_reply_quoting_a_secret_pasted_in_an_earlier_turn_keeps_no_copy(
+    build: Callable[..., Any],
+) -> None:
+    """Each turn stores its own exchange; a model's reply may still quote what the user
+    pasted a turn before, which the prompt showed it."""
+    model = ScriptedChatModel(
+        replies=["Noted [1].", "In Zx81!qq the '!' is expanded by bash: quote it for psql [1]."]
+    )
+    rag = build("store", model=model, checkpointer=MemorySaver())
+    rag.invoke("pg_dump asks for a password: Zx81!qq", cfg("alice", "t1"))
+    rag.invoke("pg_dump still fails with it, why?", cfg("alice", "t1"))
+    rag.drain_background(10)
+    kept = json.dumps(rag.list_memories("alice"))
+    assert "psql" in kept and "still fails" in kept  # the second exchange is stored
+    assert "Zx81" not in kept
+
+
 def make_offline_store_agent(**kwargs: Any) -> Any:
     from retrievalagent import init_agent
 

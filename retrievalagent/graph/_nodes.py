@@ -988,7 +988,10 @@ class Nodes:
         # only a kept thread can hold a cancelled turn's question; elsewhere each turn is its
         # own exchange
         kept = self.components.keeps_threads and bool(where["thread_id"])
-        records = writer.exchanges(said, **where, after=after if kept else None)
+        # a secret pasted in an earlier turn the model saw is masked in this reply too
+        shown = history_for_model(history[: asked or 0], self.settings.history_tokens)
+        earlier = [s for i, m in enumerate(shown) if (s := _said(m, i)) is not None]
+        records = writer.exchanges(said, **where, after=after if kept else None, earlier=earlier)
         writes = [
             _Write(
                 f"conversation: {state['question'][:60]}",

@@ -336,8 +336,11 @@ def exchange_records(
     at: datetime | str | None = None,
     title: str = "",
     after: str | None = None,
+    earlier: Sequence[Said] = (),
 ) -> list[ConversationRecord]:
-    """The exchanges of one conversation, each with its sources, secrets masked.
+    """The exchanges of one conversation, each with its sources, secrets masked (also
+    those pasted in ``earlier``: the turns before this one a model saw, which its reply may
+    quote back).
 
     An exchange is known by its thread and its place and words in the conversation (by
     its messages' ids when they all have one), not by its time: importing the same history
@@ -347,7 +350,7 @@ def exchange_records(
     thread, new message ids) it replaces its first copy instead of adding a second."""
     when = iso(parse_time(at))
     dated = when if at is not None else ""
-    known = secrets_in(m.content for m in said)
+    known = secrets_in(m.content for m in (*earlier, *said))
     title = mask_known(mask_secrets(title)[0], known)[0]
     records = []
     for place, raw in enumerate(_units(said)):

@@ -56,9 +56,16 @@ class ConversationWriter:
         at: datetime | str | None = None,
         title: str = "",
         after: str | None = None,
+        earlier: Sequence[Said] = (),
     ) -> list[ConversationRecord]:
         return exchange_records(
-            said, user_id=user_id, thread_id=thread_id, at=at, title=title, after=after
+            said,
+            user_id=user_id,
+            thread_id=thread_id,
+            at=at,
+            title=title,
+            after=after,
+            earlier=earlier,
         )
 
     def store(self, records: list[ConversationRecord]) -> IO:
