@@ -181,6 +181,9 @@ def fact_text(text: str) -> str:
     return found.group("fact").strip() if found else text
 
 
+_LONG_AGO = datetime.min.replace(tzinfo=timezone.utc)
+
+
 def newest_said_first(hits: Iterable[MemoryHit]) -> list[MemoryHit]:
     """A listing's order: newest first by when it was said (a conversation memory's
     ``at``: an imported 2010 chat lists below a 2025 one, whatever order they came in),
@@ -198,9 +201,6 @@ def newest_said_first(hits: Iterable[MemoryHit]) -> list[MemoryHit]:
         key=lambda h: (moment(h.at or h.updated_at), moment(h.updated_at)),
         reverse=True,
     )
-
-
-_LONG_AGO = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def newest_per_key(hits: Iterable[MemoryHit], limit: int) -> list[MemoryHit]:

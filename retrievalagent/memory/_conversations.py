@@ -21,8 +21,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
+
 from retrievalagent._inputs import clean_text
-from retrievalagent.memory._secrets import mask_known, mask_metadata, mask_secrets, secrets_in
+from retrievalagent.memory._secrets import (
+    mask_known,
+    mask_metadata,
+    mask_secrets,
+    recurring_secrets,
+)
 from retrievalagent.memory._temporal import iso, parse_time
 
 __all__ = [
@@ -52,13 +59,8 @@ MAX_SAID_CHARS = 2000
 MAX_REPLY_CHARS = 240
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 _SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer"})
-_CHUNK_ROLES = {
-    "HumanMessageChunk": "human",
-    "AIMessageChunk": "ai",
-    "SystemMessageChunk": "system",
-    "ToolMessageChunk": "tool",
-    "FunctionMessageChunk": "function",
-}
+# "\u0000" in JSON text, not a user's own backslash before "u0000" (escaped as "\\")
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
 #: How an offline answer quotes what the user said before (never stored back as said).
 EARLIER = "(Earlier{day} you said: “{statement}”)"
@@ -159,10 +161,10 @@ def said_of(message: Any, position: int) -> Said | None:
         content, name = message.get("content"), message.get("name")
         metadata, ident = message.get("metadata"), message.get("id")
     elif hasattr(message, "type") and hasattr(message, "content"):
+        if isinstance(message, BaseMessageChunk):  # a streamed reply, merged
+            message = message_chunk_to_message(message)
         role, content, name = str(message.type), message.content, getattr(message, "name", None)
-        # a streamed reply, merged ("AIMessageChunk"), or a ChatMessage with its own role
-        role = _CHUNK_ROLES.get(role, role)
-        if role in ("chat", "ChatMessageChunk"):
+        if role == "chat":  # a ChatMessage names its own role
             role = str(getattr(message, "role", "") or role)
         extra = getattr(message, "additional_kwargs", None) or {}
         metadata, ident = extra.get("metadata"), getattr(message, "id", None)
@@ -230,7 +232,7 @@ def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
         dumped = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"message {position}'s metadata is not JSON ({exc})") from None
-    if "\\u0000" in dumped:
+    if _JSON_NUL.search(dumped):
         raise ValueError(f"message {position}'s metadata holds a NUL character")
     try:
         dumped.encode("utf-8")
@@ -267,14 +269,15 @@ def short_reply(text: str, limit: int = MAX_REPLY_CHARS) -> str:
     return out if len(out) <= limit else out[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-def _units(said: Sequence[Said]) -> list[list[Said]]:
-    """A unit starts at each message not by the assistant; the replies that follow join it."""
-    units: list[list[Said]] = []
-    for message in said:
+def _units(said: Sequence[Said]) -> list[list[int]]:
+    """The places of each unit's messages: a unit starts at each message not by the
+    assistant; the replies that follow join it."""
+    units: list[list[int]] = []
+    for place, message in enumerate(said):
         if message.role == "assistant" and units:
-            units[-1].append(message)
+            units[-1].append(place)
         else:
-            units.append([message])
+            units.append([place])
     return units
 
 
@@ -293,26 +296,36 @@ def clip_said(text: str, limit: int = MAX_SAID_CHARS) -> str:
     return f"{text[:half].rstrip()} … {text[-half:].lstrip()}"
 
 
-def masked_said(said: Sequence[Said], known: Sequence[str] | None = None) -> tuple[list[Said], int]:
-    """``said`` with every secret masked (see ``_masked``), and how many were. ``known``:
-    the secret values of the whole conversation (``secrets_in``; by default those of
-    ``said``), masked wherever they recur: a reply that quotes the password back."""
-    if known is None:
-        known = secrets_in(m.content for m in said)
-    cleaned = [_masked(m, known) for m in said]
-    return [m for m, _ in cleaned], sum(found for _, found in cleaned)
+def masked_said(said: Sequence[Said], earlier: Sequence[Said] = ()) -> tuple[list[Said], int]:
+    """``said`` with every secret masked (see ``_masked_each``), and how many were."""
+    masked, _ = _masked_each(said, earlier)
+    return [m for m, _ in masked], sum(found for _, found in masked)
 
 
-def _masked(message: Said, known: Sequence[str]) -> tuple[Said, int]:
-    """``message`` with the secrets in its words, speaker name and metadata masked (before
-    anything is cut, so no piece of a key survives a cut), and how many were."""
-    content, in_content = mask_secrets(message.content)
-    content, echoed = mask_known(content, known)
-    in_content += echoed
-    name, in_name = mask_secrets(message.name)
-    metadata, in_metadata = mask_metadata(message.metadata)
-    masked = dataclasses.replace(message, content=content, name=name, metadata=metadata)
-    return masked, in_content + in_name + in_metadata
+def _masked_each(
+    said: Sequence[Said], earlier: Sequence[Said] = ()
+) -> tuple[list[tuple[Said, int]], list[str]]:
+    """Each message of ``said`` with the secrets in its words, speaker name and metadata
+    masked (before anything is cut, so no piece of a key survives a cut), with how many
+    were; then every value found, in it or in ``earlier`` (turns a model saw before these),
+    masked wherever the conversation repeats it: a reply quoting the password back. Also
+    those values (``recurring_secrets``), for what else the conversation names."""
+    found: list[str] = []
+    for message in earlier:
+        mask_secrets(message.content, found=found)
+    first = []
+    for message in said:
+        content, in_content = mask_secrets(message.content, found=found)
+        name, in_name = mask_secrets(message.name)
+        metadata, in_metadata = mask_metadata(message.metadata)
+        masked = dataclasses.replace(message, content=content, name=name, metadata=metadata)
+        first.append((masked, in_content + in_name + in_metadata))
+    known = recurring_secrets(found)
+    out = []
+    for message, count in first:
+        content, echoed = mask_known(message.content, known)
+        out.append((dataclasses.replace(message, content=content), count + echoed))
+    return out, known
 
 
 def source_of(message: Said) -> dict[str, Any]:
@@ -350,11 +363,13 @@ def exchange_records(
     thread, new message ids) it replaces its first copy instead of adding a second."""
     when = iso(parse_time(at))
     dated = when if at is not None else ""
-    known = secrets_in(m.content for m in (*earlier, *said))
+    masked_all, known = _masked_each(said, earlier)
     title = mask_known(mask_secrets(title)[0], known)[0]
     records = []
-    for place, raw in enumerate(_units(said)):
-        unit, masked = masked_said(raw, known)
+    for place, span in enumerate(_units(said)):
+        raw = [said[i] for i in span]
+        unit = [masked_all[i][0] for i in span]
+        masked = sum(masked_all[i][1] for i in span)
         # each line masked again after its cut: a cut may join words into a secret's shape
         lines = [mask_secrets(_line(m)) for m in unit]
         masked += sum(found for _, found in lines)

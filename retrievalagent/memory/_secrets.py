@@ -9,8 +9,9 @@ the value of an environment variable named like one (``PGPASSWORD=...``), the va
 words such as "password" (in a few languages), "token" or "api key" (after "password:",
 the rest of the clause: pass phrases have spaces), and long random-looking strings of mixed
 letters and digits. A value found once is masked wherever its conversation repeats it
-(``secrets_in``, ``mask_known``): replies quote what the user pasted. Ordinary words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit
-hash in lower-case hex) are left alone.
+(``recurring_secrets``, ``mask_known``): replies quote what the user pasted. Ordinary
+words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit hash in lower-case
+hex) are left alone.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MASK", "mask_known", "mask_metadata", "mask_secrets", "secrets_in"]
+__all__ = ["MASK", "mask_known", "mask_metadata", "mask_secrets", "recurring_secrets"]
 
 MASK = "[secret removed]"
 
@@ -205,14 +206,11 @@ def mask_secrets(
     return text, count
 
 
-def secrets_in(texts: Iterable[str]) -> list[str]:
-    """The secret values ``texts`` hold that could recur verbatim elsewhere in the same
-    conversation (a reply quoting the password back, the key pasted again later), longest
-    first. Only values that cannot be an ordinary word: "password: reset" masks "reset"
-    there, not every "reset" of the conversation."""
-    found: list[str] = []
-    for text in texts:
-        mask_secrets(text, found=found)
+def recurring_secrets(found: Iterable[str]) -> list[str]:
+    """Of the values ``mask_secrets`` masked (its ``found``), those to mask wherever the
+    same conversation repeats them (a reply quoting the password back, the key pasted again
+    later), longest first. Only values that cannot be an ordinary word: "password: reset"
+    masks "reset" there, not every "reset" of the conversation."""
     values = {value.strip("\"'").strip() for value in found}
     kept = [
         value
@@ -225,7 +223,7 @@ def secrets_in(texts: Iterable[str]) -> list[str]:
 
 
 def mask_known(text: str, values: Sequence[str]) -> tuple[str, int]:
-    """``text`` with every occurrence of the secret ``values`` (see ``secrets_in``) masked,
+    """``text`` with every occurrence of the secret ``values`` (``recurring_secrets``) masked,
     and how many were."""
     count = 0
     for value in values:
