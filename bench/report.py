@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bench._common import REPO, RESULTS, setup_logging
+from bench.memory.conversations import QUESTION_TYPES
 
 log = logging.getLogger("bench.report")
 
@@ -647,9 +648,6 @@ _CONVERSATION_METHODS = {
 }
 
 
-_QUESTION_KINDS = ("all", "paraphrase", "exact", "multi", "temporal", "update", "speaker")
-
-
 def _conversation_verdict(held: dict[str, Any], names: list[str], label: str) -> str:
     """The target's sentence for one held-out group: recall@10 against the best single."""
     singles = [n for n in names if n != "recall"]
@@ -673,7 +671,7 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
     rows = []
     later = sorted(s for s in table_ if s not in ("dev", "heldout", "all"))
     for split in ("dev", "heldout", *later):
-        kinds = ("all",) if split in later else _QUESTION_KINDS
+        kinds = ("all",) if split in later else ("all", *QUESTION_TYPES)
         for kind in kinds:
             cell = table_.get(split, {}).get(kind)
             if cell is None:
@@ -686,11 +684,15 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
                     *(f"{cell[n]['r@5']:.3f} / {cell[n]['r@10']:.3f}" for n in names),
                 )
             )
-    verdict_ = " ".join(
+    held_out = [
+        ("heldout", "Held-out"),
+        *((s, f"`{s}`") for s in later if s.startswith("heldout-")),
+    ]
+    verdicts = (
         _conversation_verdict(table_.get(split, {}).get("all", {}), names, label)
-        for split, label in (("heldout", "Held-out"), *((s, f"`{s}`") for s in later))
-        if split == "heldout" or split.startswith("heldout-")
-    ).strip()
+        for split, label in held_out
+    )
+    verdict_ = " ".join(v for v in verdicts if v)
     prompt = res.get("prompt") or {}
     unrelated = res.get("unrelated") or {}
     prompt_line = "; ".join(
