@@ -18,7 +18,7 @@ import pytest
 
 from bench.memory.build_conversations import SpecError, build, parse
 from bench.memory.conversation_bench import evidence_recall, rrf
-from bench.memory.conversations import QUESTION_TYPES, load, problems, units
+from bench.memory.conversations import QUESTION_TYPES, load, problems, units, with_haystack
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +186,57 @@ def test_evidence_recall_counts_turns_covered_by_the_top_k_hits() -> None:
     assert evidence_recall(["b", "e"], hits, k=3) == 1.0
     assert evidence_recall(["x"], hits, k=3) == 0.0
     assert rrf([("a",), ("b",)], [("b",), ("c",)])[0] == ("b",)
+
+
+def test_haystack_pads_each_history_with_whole_conversations_of_its_own_split(
+    data: dict[str, Any],
+) -> None:
+    before = copy.deepcopy(data)
+    padded = with_haystack(data, 30)
+    assert data == before  # the set itself is left alone
+    assert problems(padded) == []  # order, ids and evidence still hold
+    assert padded == with_haystack(data, 30)  # the same haystack every run
+    by_id = {u["user_id"]: u for u in data["users"]}
+    for user in padded["users"]:
+        own = by_id[user["user_id"]]
+        assert user["questions"] == own["questions"]
+        own_threads = {s["thread_id"] for s in own["sessions"]}
+        extra = [s for s in user["sessions"] if s["thread_id"] not in own_threads]
+        assert len(extra) == user["haystack"] == 30
+        # each distractor is a whole conversation another person of the split had
+        others = {
+            tuple(m["content"] for m in s["messages"])
+            for o in data["users"]
+            if o["split"] == own["split"] and o["user_id"] != own["user_id"]
+            for s in o["sessions"]
+        }
+        mine = {tuple(m["content"] for m in s["messages"]) for s in own["sessions"]}
+        for session in extra:
+            said = tuple(m["content"] for m in session["messages"])
+            assert said in others and said not in mine
+        # dated inside the user's history: after its first session, before any question
+        first = min(datetime.fromisoformat(s["at"]) for s in own["sessions"])
+        asked = min(datetime.fromisoformat(q["asked_at"]) for q in own["questions"])
+        assert all(first < datetime.fromisoformat(s["at"]) < asked for s in extra)
+        # a distractor's turn never is, nor looks like, a question's evidence
+        evidence = {t for q in own["questions"] for t in q["evidence"]}
+        turns = {m["metadata"]["turn"] for s in extra for m in s["messages"]}
+        assert not turns & evidence
+        assert all(t.startswith(f"{own['user_id']}-h") for t in turns)
+
+
+def test_haystack_takes_what_the_split_has_and_refuses_a_negative_size(
+    data: dict[str, Any],
+) -> None:
+    padded = with_haystack(data, 10_000)
+    for user in padded["users"]:
+        available = sum(
+            len(o["sessions"])
+            for o in data["users"]
+            if o["split"] == user["split"] and o["user_id"] != user["user_id"]
+        )
+        assert user["haystack"] == available
+    unpadded = with_haystack(data, 0)
+    assert [u["sessions"] for u in unpadded["users"]] == [u["sessions"] for u in data["users"]]
+    with pytest.raises(ValueError, match="sessions must be >= 0"):
+        with_haystack(data, -1)

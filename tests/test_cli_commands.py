@@ -584,3 +584,55 @@ def test_a_padded_user_is_refused_by_the_flag_or_argument_that_gave_it(
         result = invoke(runner, "memory", *command, "alice ", "-c", "ids")
         assert result.exit_code == 1, result.output
         assert "USER='alice ' is invalid: it starts or ends with whitespace" in result.stderr
+
+
+def test_memory_import_stopped_by_ctrl_c_says_what_to_do_and_a_rerun_finishes_it(
+    runner: CliRunner, notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C halfway through an import: a clear line, exit 130, what was written stays, and
+    running the same command again stores the rest once, nothing twice."""
+    from retrievalagent.embeddings import MiniLMEmbeddings
+
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    n = 40
+    history = _jsonl(
+        tmp_path / "history.jsonl",
+        *(
+            {
+                "messages": [
+                    {"role": "user", "content": f"Ticket {i}: the backup job {i} failed."}
+                ],
+                "thread_id": f"t{i}",
+                "at": "2026-01-05T10:00:00Z",
+            }
+            for i in range(n)
+        ),
+    )
+    real = MiniLMEmbeddings.embed_array
+    calls = 0
+
+    def ctrl_c_halfway(self: MiniLMEmbeddings, texts: list[str]) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == n // 2:  # the default store (mem0) embeds one text a call
+            raise KeyboardInterrupt
+        return real(self, texts)
+
+    def memory(*args: str) -> Any:
+        return runner.invoke(app, ["memory", *args, "-c", "notes"], catch_exceptions=False)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(MiniLMEmbeddings, "embed_array", ctrl_c_halfway)
+        stopped = memory("import", str(history), "--user", "ann")
+    assert calls == n // 2, stopped.output
+    assert stopped.exit_code == 130
+    assert "interrupted: what was written before it stays remembered" in stopped.stderr
+    assert "run the same command again" in stopped.stderr
+    kept = json.loads(memory("list", "ann", "--json").stdout)
+    assert 0 < len(kept) < n
+    rest = memory("import", str(history), "--user", "ann")
+    assert rest.exit_code == 0, rest.output
+    assert f"imported {n} conversation(s) of 'ann': {n - len(kept)} new memories" in rest.stdout
+    listed = json.loads(memory("list", "ann", "--json").stdout)
+    texts = sorted(m["text"] for m in listed)
+    assert len(texts) == n and len(set(texts)) == n  # every conversation once

@@ -10,15 +10,19 @@ tests read it through:
   every evidence turn exists, belongs to the asking user and precedes the question, every
   user has a split, and every question type occurs in both halves;
 * :func:`units` cuts one user's sessions into memory units: a unit starts at each message
-  whose role is not ``assistant``, and the assistant messages after it join it.
+  whose role is not ``assistant``, and the assistant messages after it join it;
+* :func:`with_haystack` gives each user a longer history: other people's conversations,
+  taken whole, as distractors (see there why).
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import random
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ __all__ = [
     "problems",
     "speaker",
     "units",
+    "with_haystack",
 ]
 
 DATA = Path(__file__).resolve().parent / "data" / "conversations.json"
@@ -86,6 +91,59 @@ def _unit(
     return Unit(
         user["user_id"], session["thread_id"], session["at"], tuple(turns), "\n".join(lines)
     )
+
+
+def with_haystack(data: dict[str, Any], sessions: int, *, seed: str = "haystack") -> dict[str, Any]:
+    """``data`` with each user's history padded by up to ``sessions`` conversations of the
+    other people of the same split, taken whole, as distractors.
+
+    The set gives each person about ten sessions: at k = 10 every retriever is then near
+    its ceiling, and the set cannot show what fusion and the time window are worth to a
+    user with a long history, whose memory mostly holds conversations about other things.
+    The distractors are real conversations of the set (coherent, with their own people,
+    numbers and dates in them), so they compete as a user's other chats do; they come from
+    the same split only, so the dev half never holds held-out text. Each is re-dated to a
+    random time inside the user's own history (after its first session, before its first
+    question), and its turns and thread renamed ``<user>-h<nnn>...``: no question's
+    evidence changes, and a distractor can never count as evidence. ``data`` is not changed.
+    """
+    if sessions < 0:
+        raise ValueError(f"sessions must be >= 0, got {sessions}")
+    out = copy.deepcopy(data)
+    originals = copy.deepcopy(data["users"])
+    for user in out["users"]:
+        uid = user["user_id"]
+        rng = random.Random(f"{seed}:{uid}")
+        others = [
+            session
+            for other in originals
+            if other["split"] == user["split"] and other["user_id"] != uid
+            for session in other["sessions"]
+        ]
+        picked = rng.sample(others, min(sessions, len(others)))
+        first = min(datetime.fromisoformat(s["at"]) for s in user["sessions"])
+        until = min(datetime.fromisoformat(q["asked_at"]) for q in user["questions"])
+        taken = {datetime.fromisoformat(s["at"]) for s in user["sessions"]}
+        extra = []
+        for j, session in enumerate(picked):
+            at = first
+            while at in taken:  # sessions are strictly ordered in time
+                at = first + timedelta(seconds=int(rng.uniform(1, (until - first).total_seconds())))
+            taken.add(at)
+            thread = f"{uid}-h{j:03d}"
+            messages = [
+                {**m, "metadata": {**(m.get("metadata") or {}), "turn": f"{thread}-{k:02d}"}}
+                for k, m in enumerate(session["messages"], start=1)
+            ]
+            extra.append(
+                {**session, "thread_id": thread, "at": at.isoformat(), "messages": messages}
+            )
+        user["sessions"] = sorted(
+            user["sessions"] + extra, key=lambda s: datetime.fromisoformat(s["at"])
+        )
+        user["haystack"] = len(extra)
+    out["haystack"], out["haystack_seed"] = sessions, seed
+    return out
 
 
 def problems(data: dict[str, Any]) -> list[str]:

@@ -26,6 +26,7 @@ from retrievalagent.cli._common import (
     DataDirOpt,
     UrlOpt,
     console,
+    err,
     handle_errors,
     open_agent,
 )
@@ -209,7 +210,15 @@ def import_history(
             named.append({"messages": conversation["messages"], "thread_id": thread_id, "at": at_})
         with _memory_agent(collection, store, backend_url, data_dir) as rag:
             # embedded and written a few hundred texts at a time, across conversations
-            stored = len(rag.remember_many(named, user_id=user))
+            try:
+                stored = len(rag.remember_many(named, user_id=user))
+            except KeyboardInterrupt:
+                err.print(
+                    "interrupted: what was written before it stays remembered; run the same "
+                    "command again to import the rest (nothing already stored is stored twice)",
+                    soft_wrap=True,
+                )
+                raise typer.Exit(130) from None
     console.print(
         f"imported {len(conversations)} conversation(s) of {escape(user)!r}: "
         f"{stored} new memor{'y' if stored == 1 else 'ies'}"
