@@ -360,6 +360,10 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
         str(_jsonl(tmp_path / "who.jsonl", {**good, "name": {"first": "Bob"}})): (
             "who.jsonl line 1: message 0's name must be text, not dict"
         ),
+        # an empty thread id, refused by remember too: the file is refused, not renamed
+        str(_jsonl(tmp_path / "nothread.jsonl", {"messages": [good], "thread_id": " "})): (
+            "nothread.jsonl line 1: thread_id must not be empty"
+        ),
     }
     twice = tmp_path / "twice.jsonl"  # JSON would keep the second content, dropping the first
     twice.write_text('{"role": "user", "content": "hi", "content": "there"}\n', encoding="utf-8")

@@ -56,6 +56,20 @@ def test_short_texts_are_not_padded_to_a_long_ones_length(
         assert np.allclose(minilm_model.embed_query(text), vector, atol=1e-6)
 
 
+def test_a_texts_vector_does_not_depend_on_how_many_are_embedded_with_it(minilm_model) -> None:
+    """A question alone, a conversation's few texts and an import's hundreds are tokenized
+    differently (on the calling thread, or by the tokenizer's pool): the vectors are one."""
+    texts = [
+        f"Ticket {i}: the backup of volume {i} failed with exit code {i % 7}." for i in range(40)
+    ]
+    texts += ["", "naïve café — 東京 🚀", "word " * 400]
+    together = minilm_model.embed_array(texts)
+    for start in range(0, len(texts), 5):
+        few = minilm_model.embed_array(texts[start : start + 5])
+        assert np.allclose(few, together[start : start + 5], atol=1e-6)
+    assert np.allclose(minilm_model.embed_query(texts[-1]), together[-1], atol=1e-6)
+
+
 def test_truncation_is_256_tokens_not_the_files_128(minilm_model) -> None:
     encoding = minilm_model._tokenizer.encode("word " * 1000)
     assert len(encoding.ids) == 256

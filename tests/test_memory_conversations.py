@@ -1706,6 +1706,26 @@ PASTED = [
     ("password=Zx81!qq", "!qq"),
     ("password: pass.word123", "word123"),
     ("Mot de passe : Zx81!qq", "!qq"),
+    # pasted from code and config, and said in a sentence: the value goes, the key may stay
+    ('{"user": "app", "password": "Tr0ub4dor&3"}', "Tr0ub4dor&3"),
+    ("{'password': 'x1y2z3'}", "x1y2z3"),
+    ('{"api_key": "k3y-Zq81-value"}', "k3y-Zq81"),
+    ('{"token": "tok_4f9Qz"}', "tok_4f9Qz"),
+    ('{"secret": "shh quietly"}', "shh quietly"),
+    ("redis://:Sup3rS3cret@cache.internal:6379/0", "Sup3rS3cret"),
+    ("the password for the prod db is hunter2", "hunter2"),
+    ("my password to the VPN is Tr0ub4dor", "Tr0ub4dor"),
+    ("the root password on that box is swordfish42", "swordfish42"),
+    ("mysql -u root -pHunter2pass app", "Hunter2pass"),
+    ("curl -u admin:Hunter2pass https://api.example.com/v1", "Hunter2pass"),
+    ("pgtool --password Qw3rty-db -h db", "Qw3rty-db"),
+    ("pgtool --password=Pa55word! --verbose", "Pa55word"),
+    ("pgtool --passwd Pa55-wd", "Pa55-wd"),
+    ("sshpass -p 'Hunter2 pass' ssh root@db", "Hunter2 pass"),
+    ("sshpass -p s3cr3tpw ssh db", "s3cr3tpw"),
+    ("<password>Hunter2pass</password>", "Hunter2pass"),
+    ("<secret>shh-quietly</secret>", "shh-quietly"),
+    ("<apiKey>K3yV4lue</apiKey>", "K3yV4lue"),
 ]
 
 
@@ -1720,6 +1740,60 @@ def test_common_secret_shapes_are_never_kept(pasted: str, secret: str) -> None:
     kept = json.dumps([stored, rag.list_memories("s"), rag.recall("pg_dump fails", user_id="s")])
     assert "pg_dump" in kept
     assert secret not in kept
+
+
+#: Text about passwords, flags and ids that holds no secret.
+ORDINARY = [
+    "the password is expired",
+    "the password for the prod db is expired",
+    "the password for the prod db is too short",
+    "the password for the prod db is not working",
+    "the password manager we use is bitwarden",
+    "I forgot my password for the prod db",
+    "password reset link",
+    "curl -u is the user flag",
+    "docker run -u 1000:1000 postgres",
+    "mysql -p prompts for it",
+    "use --password to pass it",
+    "pg_dump --no-password app",
+    "ticket 4411",
+    "PostgreSQL 13 on Debian 11",
+    "the token was rejected",
+    "commit 3f2a9c1b",
+    "pip install -r requirements.txt",
+    "pip install -pkg",
+    "tar -pcf backup.tar /etc",
+    "I use mysql. Then tar -pcf backup.tar /etc",
+    "redis://cache.internal:6379/0",
+    "https://example.com/a:b@c",
+    '{"max_tokens": "100", "token_type": "bearer", "password_hint": "pet"}',
+    "<passwordPolicy>strict</passwordPolicy>",
+    "author: Ana",
+]
+
+
+@pytest.mark.parametrize("said", ORDINARY)
+def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
+    from retrievalagent.memory._secrets import mask_secrets
+
+    assert mask_secrets(said) == (said, 0)
+
+
+def test_metadata_fields_named_like_a_short_secret_are_masked() -> None:
+    from retrievalagent.memory._secrets import MASK, mask_metadata
+
+    secret = {"pw": "x1", "AUTH": "x2", "passwd": "x3", "pass": "x4", "db_pw": "x5"}
+    assert mask_metadata({**secret, "basic_auth": "x6"}) == (
+        {**dict.fromkeys(secret, MASK), "basic_auth": MASK},
+        6,
+    )
+    ordinary = {
+        "author": "Ana",
+        "authored_at": "2026-01-05",
+        "auth_method": "oauth",
+        "pwd_changed_at": "2026-01-05",
+    }
+    assert mask_metadata(ordinary) == (ordinary, 0)
 
 
 @pytest.mark.parametrize("kind", ["store", "mem0"])

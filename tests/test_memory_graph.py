@@ -423,3 +423,52 @@ def test_a_key_that_is_the_whole_fact_sentence_still_recalls_by_the_users_word(
         (i["kind"], i["matched"], i["text"]) for i in read["items"] if i["kind"] != "conversation"
     ] == [("search_fact", "alias", fact)]
     assert trace_events(later, "lexical_search")[0]["memory_terms"] == "passphrase"
+
+
+@pytest.mark.parametrize(
+    ("said_at", "now", "day"),
+    [
+        ("2026-03-14T21:00:00-05:00", "2026-03-16T10:00:00-05:00", "2026-03-14"),  # UTC: 15th
+        ("2026-03-15T01:30:00+09:00", "2026-03-16T10:00:00+09:00", "2026-03-15"),  # UTC: 14th
+    ],
+)
+def test_the_offline_answer_dates_what_was_said_as_the_prompt_does(
+    make_agent: Callable[..., Any], said_at: str, now: str, day: str
+) -> None:
+    """The day is the one of the zone the turn is asked in, in the memory lines and in the
+    answer that quotes them: not a UTC day that can be the day before or after."""
+    rag = make_agent("tz", memory_store=InMemoryStore())
+    rag.add_documents(["Backups: pg_basebackup takes a base backup of a PostgreSQL cluster."])
+    said = "My cluster runs PostgreSQL 13 on Debian 11."
+    rag.remember([{"role": "user", "content": said}], user_id="z", thread_id="a", at=said_at)
+    config = {"configurable": {"user_id": "z", "thread_id": "q", "now": now}}
+    state = rag.invoke("How do I back up my cluster?", config=config)
+    assert f"- [{day} (" in state.memory_context
+    assert f"Earlier on {day} you said" in state.answer and said in state.answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["May 2 teams share the build server?", "Is the build server shared on Sunday?"],
+)
+def test_a_time_read_into_a_question_does_not_push_out_what_it_is_about(
+    make_agent: Callable[..., Any], question: str
+) -> None:
+    """ "May 2" reads as a date and "on Sunday" as last Sunday: what was said then comes
+    first, but however much that is, the memory the question's words are about stays."""
+    rag = make_agent("window", memory_store=InMemoryStore())
+    rag.add_documents(["Backups: pg_basebackup takes a base backup of a PostgreSQL cluster."])
+    fact = "Our build server is on rack B4 and two teams share it."
+    rag.remember([{"role": "user", "content": fact}], user_id="tom", at="2026-03-03T10:00:00Z")
+    for n in range(1, 10):  # more than the prompt shows, on the days the question names
+        for day in ("2025-05-02", "2026-04-12"):
+            said = f"Idea number {n} for {day}: noodles with tofu, then a space western."
+            rag.remember([{"role": "user", "content": said}], user_id="tom", at=f"{day}T12:00Z")
+    now = "2026-04-16T09:00:00Z"
+    recalled = rag.recall(question, user_id="tom", k=8, now=now)
+    assert any("rack B4" in hit["text"] for hit in recalled), [h["text"] for h in recalled]
+    config = {"configurable": {"user_id": "tom", "thread_id": "q", "now": now}}
+    state = rag.invoke(question, config=config)
+    assert "rack B4" in state.memory_context
+    (event,) = trace_events(state, "read_memory")
+    assert event.get("time"), "the question was read as naming a time"  # what is tested

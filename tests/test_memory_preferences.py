@@ -238,6 +238,36 @@ def test_offline_rules_store_and_apply_a_preference(
     assert [m for m in rag.list_memories("gail") if m["kind"] == "preference"] == []
 
 
+@pytest.mark.parametrize("backend", ["store", "mem0"])
+def test_a_preference_stated_beside_a_pasted_key_keeps_no_copy_of_the_key(
+    make_agent: Callable[..., Any], tmp_path: Path, backend: str
+) -> None:
+    """The preference is stored with the turn it came from (listed as its question): the
+    key pasted in that turn must not be kept there, nor anywhere on disk with mem0."""
+    key = "sk-proj-AbCdEfGhIjKlMnOpQrStUv123456"
+    store = InMemoryStore()
+    kwargs: dict[str, Any] = (
+        {"memory_store": store} if backend == "store" else {"memory": True, "data_dir": tmp_path}
+    )
+    rag = make_agent("prefs-key", **kwargs)
+    rag.add_documents(["Backups: pg_basebackup takes a base backup of a cluster."])
+    rag.invoke(f"Keep answers short. My OpenAI key is {key}.", cfg("kim"))
+    assert rag.drain_background(10)["failed"] == 0
+    listed = rag.list_memories("kim")
+    (preference,) = [m for m in listed if m["kind"] == "preference"]
+    assert preference["question"].startswith("Keep answers short. My OpenAI key is [secret")
+    assert key not in repr(listed)
+    later = rag.invoke("How do backups work?", cfg("kim", "later"))
+    assert "Keep answers short." in later.memory_context and key not in later.memory_context
+    if backend == "store":
+        kept = [it.value for ns in store.list_namespaces() for it in store.search(ns, limit=99)]
+        assert kept and key not in repr(kept)
+    else:
+        rag.close()
+        files = [p for p in tmp_path.rglob("*") if p.is_file()]
+        assert files and not any(key.encode() in p.read_bytes() for p in files)
+
+
 def test_offline_a_changed_preference_replaces_the_old_one_however_it_is_worded(
     make_agent: Callable[..., Any], sample_docs: Path
 ) -> None:

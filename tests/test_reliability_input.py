@@ -460,3 +460,27 @@ async def test_a_bad_time_is_refused_before_any_model_call(
         else:
             rag.invoke("How are snapshots restored?", config)
     assert model.calls == []
+
+
+def test_a_conversation_dated_in_the_future_is_refused_not_ranked_first(
+    make_agent: Callable[..., Any],
+) -> None:
+    """A year typed wrong (2062 for 2026) would make that conversation the newest for every
+    "now?" question from then on: it is an error naming the date, and nothing is stored."""
+    from datetime import datetime, timedelta, timezone
+
+    from langgraph.store.memory import InMemoryStore
+
+    from retrievalagent.errors import ConfigError
+
+    rag = make_agent("future", memory_store=InMemoryStore())
+    said = [{"role": "user", "content": "My hourly rate is 40 euros."}]
+    with pytest.raises(ConfigError, match=r"at is in the future \(2062-01-10"):
+        rag.remember(said, user_id="f", thread_id="typo", at="2062-01-10T10:00:00Z")
+    with pytest.raises(ConfigError, match=r"conversations\[1\]: at is in the future"):
+        rag.remember_many([said, {"messages": said, "at": "2062-01-10"}], user_id="f")
+    assert rag.list_memories("f") == []
+    # later today in another zone, and the past, are fine
+    soon = datetime.now(timezone.utc) + timedelta(hours=10)
+    assert len(rag.remember(said, user_id="f", thread_id="ok", at=soon)) == 1
+    assert len(rag.remember(said, user_id="f", thread_id="old", at="2001-02-03")) == 1

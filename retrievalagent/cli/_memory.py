@@ -360,6 +360,11 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
             _when(conversation["at"], "at")
         if conversation.get("thread_id") is not None:
             check_id(conversation["thread_id"], "thread_id")
+            if not conversation["thread_id"].strip():  # as remember refuses it
+                raise ConfigError(
+                    "thread_id must not be empty; leave it out to name the conversation "
+                    "after what was said"
+                )
     except (ValueError, ConfigError) as exc:
         raise ConfigError(f"{path} line {lines[0]}: {exc}") from None
     return conversation

@@ -214,6 +214,17 @@ def _turn_time(state: AgentState) -> str:
     return state.get("asked_at") or iso(datetime.now(timezone.utc))
 
 
+def _local(at: str, state: AgentState) -> str:
+    """``at`` in the zone the turn was asked in: an answer that dates what the user said
+    gives the day the prompt's memory lines give (8 pm in New York is the next day in UTC)."""
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        return at
+    zone = datetime.fromisoformat(_turn_time(state)).tzinfo
+    return moment.astimezone(zone).isoformat() if moment.tzinfo and zone else at
+
+
 def _said(message: BaseMessage, position: int) -> Said | None:
     """A turn's message as conversation memory keeps it. Metadata it cannot keep (not a
     dict, not JSON) is left out, not allowed to fail the answer: the message is then known
@@ -606,7 +617,7 @@ class Nodes:
             memory_terms=state.get("memory_terms") or "",
             known_aliases=tuple(m["alias"] for m in state.get("memories") or [] if m.get("alias")),
             earlier=tuple(
-                (m.get("at") or "", m["text"])
+                (_local(m.get("at") or "", state), m["text"])
                 for m in state.get("memories") or []
                 if m.get("kind") == CONVERSATION
             ),

@@ -32,6 +32,7 @@ embedded as the question that taught it (``recall_text``); the same question sco
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +43,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from retrievalagent._inputs import check_id
 from retrievalagent.memory._conversations import ConversationRecord
 from retrievalagent.memory._plan import IO, Plan, arun, run
+from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import TimeRef
 from retrievalagent.types import MemoryInfo
 
@@ -399,10 +401,10 @@ class PlannedBackend(ABC):
         return await arun(self._search(query, user_id, limit))
 
     def add(self, record: MemoryRecord) -> None:
-        run(self._add(record))
+        run(self._add(_without_secrets(record)))
 
     async def aadd(self, record: MemoryRecord) -> None:
-        await arun(self._add(record))
+        await arun(self._add(_without_secrets(record)))
 
     def list(self, user_id: str) -> builtins.list[MemoryHit]:
         return run(self._list(user_id))
@@ -452,3 +454,13 @@ def user_id_from_config(config: Mapping[str, Any] | None) -> str:
     if identity is not None and (uid := check_id(identity, "langgraph_auth_user.identity")).strip():
         return uid
     return DEFAULT_USER
+
+
+def _without_secrets(record: MemoryRecord) -> MemoryRecord:
+    """``record`` with what looks like a secret masked in its fact and in the turn it keeps
+    (the question and answer are listed with a search fact or preference: a preference
+    stated beside a pasted key must not keep the key)."""
+    fact, question, answer = (
+        mask_secrets(text)[0] for text in (record.fact, record.question, record.answer)
+    )
+    return dataclasses.replace(record, fact=fact, question=question, answer=answer)

@@ -64,6 +64,10 @@ _Score = TypeVar("_Score", float, np.ndarray)  # one memory's, or every row's at
 _MIN_IDF_DOCS = 100
 #: How many exchanges back in its conversation a memory draws relevance from, and the share
 #: of it each step keeps (chosen on the dev half of bench/memory's conversation set).
+#: Candidates from outside a question's time window, however much the window holds: a
+#: question read as pointing at a time ("May 2 teams share the server?", "... on Sunday?")
+#: may not be about that time, and what bears on it by its words must stay within reach.
+OUTSIDE_WINDOW = 3
 CONTEXT_STEPS = 1
 CONTEXT_DECAY = 0.6
 #: Added to the fused score of the newest of the candidates on the question's subject, in
@@ -382,7 +386,8 @@ class UserIndex:
             self._at = np.array(self._rows.at, dtype=str)
         inside = alive & (self._at >= window[0]) & (self._at < window[1])
         first = self._ranked(scores, inside, fuser, limit, in_window=True)
-        rest = self._ranked(scores, alive & ~inside, fuser, limit - len(first), in_window=False)
+        room = max(limit - len(first), OUTSIDE_WINDOW)  # a full window still leaves some
+        rest = self._ranked(scores, alive & ~inside, fuser, room, in_window=False)
         return first + rest
 
     def _follow(self, row: int, thread: str) -> None:

@@ -235,10 +235,22 @@ class Mem0Backend(PlannedBackend):
 
         return IO(blocking, awaited)
 
-    def _get_all(self, user: str, **filters: Any) -> IO:
+    def _get_all(self, user: str, limit: int = _LIST_LIMIT, **filters: Any) -> IO:
         return self._call(
-            "get_all", filters={"user_id": user, **filters}, **{self._list_limit_key: _LIST_LIMIT}
+            "get_all", filters={"user_id": user, **filters}, **{self._list_limit_key: limit}
         )
+
+    def _everything(self, user: str) -> Plan[list[MemoryHit]]:
+        """All of the user's memories: mem0's ``get_all`` takes a limit and no offset, so a
+        full answer is asked again with a larger one (a list or ``forget`` that stopped at
+        the limit would leave the rest unseen, and not erased)."""
+        limit = _LIST_LIMIT
+        while True:
+            raw = yield self._get_all(user, limit)
+            items = raw.get("results", []) if isinstance(raw, dict) else raw
+            if not isinstance(items, list | tuple) or len(items) < limit:
+                return self._hits(raw, user, "listed")
+            limit *= 4
 
     # -- reading results -------------------------------------------------------------
     def _hits(self, raw: Any, user: str, matched: str) -> list[MemoryHit]:
@@ -478,9 +490,52 @@ class Mem0Backend(PlannedBackend):
 
     # -- list / forget -------------------------------------------------------------------
     def _list(self, user_id: str) -> Plan[list[MemoryHit]]:
-        user = mem0_user(user_id)
-        raw = yield self._get_all(user)
-        return newest_said_first(self._hits(raw, user, "listed"))
+        hits = yield from self._everything(mem0_user(user_id))
+        return newest_said_first(hits)
 
     def _delete(self, user_id: str, ids: list[str]) -> IO:
-        return all_of([self._call("delete", i) for i in ids])
+        deleted = all_of([self._call("delete", i) for i in ids])
+        purge = functools.partial(_purge_local_history, self.memory, mem0_user(user_id), ids)
+
+        def blocking() -> Any:
+            result = deleted.sync()
+            purge()
+            return result
+
+        async def awaited() -> Any:
+            result = await deleted.async_()
+            await in_thread(purge)
+            return result
+
+        return IO(blocking, awaited)
+
+
+def _purge_local_history(memory: Any, user: str, ids: list[str]) -> None:
+    """Erase what mem0's own SQLite history keeps of deleted memories.
+
+    mem0 logs every memory's text in a ``history`` table (on ADD, and again on DELETE) and
+    the user's last messages in a ``messages`` table; its ``delete`` leaves both. Erasing a
+    memory must erase its words, so the rows of these ids, and the user's saved messages
+    (a cache of context for mem0's extraction), go too. A history that is not mem0's
+    local SQLite one (another store, an older mem0) is left to its owner."""
+    db = getattr(memory, "db", None)
+    connection, lock = getattr(db, "connection", None), getattr(db, "_lock", None)
+    if connection is None or lock is None or not ids:
+        return
+    scope = f"user_id={user}"
+    try:
+        from mem0.memory.main import _build_session_scope
+
+        scope = _build_session_scope({"user_id": user})
+    except ImportError:  # pragma: no cover - the scope as mem0 2.x builds it
+        pass
+    with lock:
+        marks = ",".join("?" * len(ids))
+        connection.execute(f"DELETE FROM history WHERE memory_id IN ({marks})", ids)
+        tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master")}
+        if "messages" in tables:  # scopes end with the user: agent_id, run_id, user_id
+            connection.execute(
+                "DELETE FROM messages WHERE session_scope = ? OR session_scope LIKE ? ESCAPE '\\'",
+                (scope, "%&" + scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),
+            )
+        connection.commit()

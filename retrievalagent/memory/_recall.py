@@ -281,9 +281,12 @@ class MemoryReader:
 
         bar = _bar(said[: _CANDIDATES * policy.conversation_limit], policy)
         relevant = [h for h in said if h.in_window or _alone(h) >= bar]
+        relevant = _room_outside_window(
+            _once(relevant, already), limit or policy.conversation_limit
+        )
         # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
         kept, budget = [], policy.conversation_chars if limit is None else math.inf
-        for hit in _once(relevant, already):
+        for hit in relevant:
             text = _said_text(hit, bears if wanted else None)
             if len(text) > budget:
                 break
@@ -358,6 +361,31 @@ def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
     if not scores or best < bar or best - sum(scores) / len(scores) < STANDOUT:
         return bar
     return min(bar, FOLLOWER_SHARE * best)
+
+
+def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
+    """``hits`` (what was said in the question's time window first) reordered so that a
+    time read into the question ("May 2 teams share it?", "... on Sunday?") cannot push
+    out what bears on it by its own words (which it needed to be listed here at all): one
+    from outside the window at least twice as relevant as the window's best goes ahead of
+    the window, and the best one from outside gets the last of ``count`` places if the
+    window would fill them all."""
+    window = [h for h in hits if h.in_window]
+    if not window:
+        return hits
+    strong = 2 * max(_alone(h) for h in window)
+    ahead = [h for h in hits if not h.in_window and _alone(h) >= strong]
+    rest = [h for h in hits if h.in_window or _alone(h) < strong]
+    ordered = ahead + rest
+    outside = next((i for i, h in enumerate(ordered) if not h.in_window), None)
+    if outside is None or outside < count or count < 2:
+        return ordered
+    return [
+        *ordered[: count - 1],
+        ordered[outside],
+        *ordered[count - 1 : outside],
+        *ordered[outside + 1 :],
+    ]
 
 
 def _once(hits: Sequence[MemoryHit], already: Sequence[MemoryHit] = ()) -> list[MemoryHit]:

@@ -8,7 +8,12 @@ JSON web tokens, private key blocks, HTTP authorization headers), the password i
 the value of an environment variable named like one (``PGPASSWORD=...``), the value after
 words such as "password" (in a few languages), "token" or "api key" (after "password:",
 the rest of the clause: pass phrases have spaces), and long random-looking strings of mixed
-letters and digits. A value found once is masked wherever its conversation repeats it
+letters and digits. Secrets are also pasted inside what people copy from their work rather
+than type as prose, so the value is masked there too: a quoted value under a secret-named
+key (JSON, a Python dict), an XML element named like one, a URL with only a password
+(``redis://:pw@host``), a password flag (``--password``, mysql's glued ``-p``, ``sshpass
+-p``, ``curl -u user:pass``), and "the password for the prod db is ..." with a few words
+between the label and "is". A value found once is masked wherever its conversation repeats it
 (``recurring_secrets``, ``mask_known``): replies quote what the user pasted. Ordinary
 words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit hash in lower-case
 hex) are left alone.
@@ -52,13 +57,74 @@ _LABELLED = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 # the password runs to the last "@" before the host: passwords may hold "@" and "/"
+# (the user may be empty: redis://:password@host)
 _URL_PASSWORD = re.compile(
-    r"(?P<head>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)(?P<value>\S+)(?=@[^\s@]*(?:\s|$))", re.I
+    r"(?P<head>\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:)(?P<value>\S+)(?=@[^\s@]*(?:\s|$))", re.I
 )
 # PGPASSWORD=..., export AWS_SECRET_ACCESS_KEY="...", GITHUB_TOKEN=...: an environment
 # variable named like a secret (upper case, as the shell writes them)
 _ENV_SECRET = re.compile(
     r"""\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|TOKEN|SECRET|(?:API|ACCESS|SECRET|PRIVATE|AUTH)_?KEY)\s*=\s*(?P<value>"[^"\n]*"|'[^'\n]*'|[^\s"',;]+)"""
+)
+# A key or tag named like a secret, as code and config files write it: "password",
+# "db_password", "apiKey", "client-secret", "AWS_SECRET_ACCESS_KEY" (a prefix ends at "_",
+# "-", "." or a lower-to-upper case change, so "oauth" and "bypass" do not qualify)
+_SECRET_NAME = r"""
+    (?:[A-Za-z0-9_.\-]*[_.\-]|[A-Za-z0-9_.\-]*[a-z](?=[A-Z]))?
+    (?i:pass(?:word|wd|phrase)?|pwd|secret|token|(?:api|access|private|secret)[_\-]?key
+      |credentials?|auth)
+"""
+# {"password": "Tr0ub4dor&3"}, {'api_key': '...'}: the quoted value goes, its quotes stay
+_QUOTED_SECRET = re.compile(
+    rf"""(?P<kq>["']){_SECRET_NAME}(?P=kq)\s*:\s*
+    (?P<q>["'])(?P<value>(?:\\.|(?!(?P=q))[^\\\n])+)(?=(?P=q))""",
+    re.VERBOSE,
+)
+# <password>...</password>, <apiKey>...</apiKey>
+_TAGGED_SECRET = re.compile(
+    rf"""<(?P<tag>{_SECRET_NAME})(?:\s[^<>]*)?>(?P<value>[^<\n]+)(?=</(?P=tag)\s*>)""",
+    re.VERBOSE,
+)
+# "the password for the prod db is hunter2" (or "...db: hunter2"): a few words, the first a
+# preposition, between the label and "is" (more, or other words, and it is a sentence about
+# the password: "the password manager we use is ..."). Judged as prose even after ":" ("my
+# password for the VPN: nobody knows it")
+_LABELLED_LATER = re.compile(
+    r"""
+    (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|secret(?:[ _-]?(?:access[ _-]?)?key)?
+      |(?:api|access|auth|private)[ _-]?(?:key|token)|token|client[ _-]?secret)\b)
+    (?P<sep>\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{}<>]+){1,3}?)
+    (?:\s*:\s*|\s+(?:is|was)\s+)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{3,})
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+# --password X, --password=X, --db-password X, --passwd X (not --no-password, not a next
+# flag: "--password -h db"; "use --password to pass it" is judged as prose)
+_FLAG_PASSWORD = re.compile(
+    r"""(?<![\w-])--(?!no-)(?:[a-z0-9]+-)?(?P<label>password|passwd)(?P<sep>=|\s+)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|(?<==)[^\s"',;]+|[^\s"',;\-][^\s"',;]*)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# mysql -u root -pHunter2 app: mysql's -p takes its value glued (a lone "-p" prompts); only
+# in a mysql/mariadb command, after its options: elsewhere "-pcf" is other flags
+_MYSQL_PASSWORD = re.compile(
+    r"""\b(?:mysql(?:dump|admin|import|check|show|pump|sh)?|mariadb(?:-[a-z]+)?)
+    (?:\s+-\S+(?:\s+[^\s\-]\S*)?)*?\s+-p(?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']\S*)""",
+    re.VERBOSE,
+)
+# sshpass -p 'X' ssh host
+_SSHPASS = re.compile(
+    r"""\bsshpass(?:\s+-[^\sp]\S*(?:\s+[^\s\-]\S*)?)*?\s+-p(?P<sep>\s*)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"'\-]\S*)""",
+    re.VERBOSE,
+)
+# curl -u admin:Hunter2 https://...: the part after the colon (only in a curl command, within
+# its sentence: docker's "-u 1000:1000" is a uid and gid)
+_CURL_USER = re.compile(
+    r"""\bcurl\b(?:[^\n|;&.!?]|[.!?](?=\S))*?\s(?:-u\s*|--user(?:\s+|=))["']?[^\s:"']*:
+    (?P<value>[^\s"']+)""",
+    re.VERBOSE,
 )
 # after "password:" a pass phrase may have spaces: the rest of the clause goes
 # (a clause ends at ";" or at ".", "!" or "?" before a space or the end: inside a word they
@@ -124,6 +190,37 @@ _NOT_A_VALUE = frozenset(
         "sensitive",
         "encrypted",
         "hashed",
+        "locked",
+        "compromised",
+        "leaked",
+        "known",
+        "unknown",
+        "shared",
+        "blank",
+        "you",
+        "they",
+        "she",
+        "this",
+        "that",
+        "what",
+        "nobody",
+        "none",
+        "nothing",
+        "but",
+        "also",
+        "just",
+        # and what follows a flag named in prose ("use --password to pass it")
+        "to",
+        "and",
+        "or",
+        "if",
+        "is",
+        "was",
+        "with",
+        "instead",
+        "flag",
+        "option",
+        "argument",
     ]
 )
 
@@ -188,7 +285,8 @@ def mask_secrets(
         if value.startswith("[secret"):
             return m.group(0)
         groups = m.groupdict()
-        if "label" in groups and not _labelled_secret(groups["label"], groups["sep"], value):
+        label = groups.get("label") or "password"  # sshpass -p: a password, unnamed
+        if "sep" in groups and not _labelled_secret(label, groups["sep"], value):
             return m.group(0)
         count += 1
         if found is not None:
@@ -198,8 +296,13 @@ def mask_secrets(
     text = _KNOWN_FORMATS.sub(masked, text)
     text = _URL_PASSWORD.sub(masked_value, text)
     text = _ENV_SECRET.sub(masked_value, text)
+    for pattern in (_QUOTED_SECRET, _TAGGED_SECRET, _MYSQL_PASSWORD, _SSHPASS, _CURL_USER):
+        text = pattern.sub(masked_value, text)
+    # before "password=" takes the rest of the clause: "--password=X --verbose" keeps its flag
+    text = _FLAG_PASSWORD.sub(masked_value, text)
     text = _PASS_PHRASE.sub(masked_value, text)
     text = _LABELLED.sub(masked_value, text)
+    text = _LABELLED_LATER.sub(masked_value, text)
     if not random_looking:
         return text, count
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
@@ -239,6 +342,17 @@ _SECRET_FIELD = re.compile(
     r"|credential|authorization|cookie",
     re.IGNORECASE,
 )
+# ... or a short one: "pw", "auth", "db_pw", "basic_auth", "proxyAuth" ("author",
+# "auth_method", "oauth" are not)
+_SHORT_SECRET_FIELD = re.compile(r"^(?i:pw|auth)$|[_.\-](?i:pw|auth)$|[a-z](?:Pw|PW|Auth|AUTH)$")
+# ... but not a time: "pwd_changed_at", "tokenExpiresAt" hold when, not what
+_TIME_FIELD = re.compile(r"[_.\-](?i:at)$|[a-z]At$")
+
+
+def _secret_field(key: str) -> bool:
+    if _TIME_FIELD.search(key):
+        return False
+    return bool(_SECRET_FIELD.search(key) or _SHORT_SECRET_FIELD.search(key))
 
 
 def mask_metadata(value: Any) -> tuple[Any, int]:
@@ -248,7 +362,7 @@ def mask_metadata(value: Any) -> tuple[Any, int]:
     if isinstance(value, Mapping):
         out, count = {}, 0
         for key, item in value.items():
-            if _SECRET_FIELD.search(str(key)) and item not in (None, "", [], {}):
+            if _secret_field(str(key)) and item not in (None, "", [], {}):
                 out[key], count = MASK, count + 1
             else:
                 out[key], found = mask_metadata(item)

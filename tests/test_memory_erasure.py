@@ -1,0 +1,104 @@
+"""Erasing memory erases the words: on mem0, nothing of a forgotten memory stays on disk,
+and ``forget`` reaches every memory of a user however many there are.
+
+Real mem0 (offline config, Qdrant local, SQLite history), real embedder.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.memory import mem0_config
+
+PRIVATE = "My divorce hearing is on 3 June and my lawyer is Ana Costa."
+OTHER = "The printer on floor 2 jams on A3 paper."
+
+
+def words_on_disk(root: Path, words: str) -> bool:
+    """Whether any SQLite file under ``root`` holds ``words`` (mem0's history and messages, Qdrant's local points)."""
+    for path in [*root.rglob("*.db"), *root.rglob("*.sqlite")]:
+        with sqlite3.connect(path) as db:
+            tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            for table in tables:
+                for row in db.execute(f'SELECT * FROM "{table}"'):
+                    for cell in row:
+                        if isinstance(cell, str) and words in cell:
+                            return True
+                        if isinstance(cell, bytes) and words.encode() in cell:  # pickled
+                            return True
+    return False
+
+
+@pytest.fixture(params=["memory=True", "Memory"])
+def mem0_agent(
+    request: pytest.FixtureRequest, make_agent: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> tuple[Any, Path]:
+    """An agent on the embedded mem0, or on a mem0 ``Memory`` of the user's own."""
+    if request.param == "memory=True":
+        return make_agent("erase", memory=True, data_dir=tmp_path / "data"), tmp_path / "data"
+    from mem0 import Memory
+
+    root = tmp_path / "own-mem0"
+    return make_agent("erase", mem0_memory=Memory.from_config(mem0_config(root, minilm))), root
+
+
+def test_forgetting_a_user_leaves_none_of_their_words_in_mem0s_history(
+    mem0_agent: tuple[Any, Path],
+) -> None:
+    rag, root = mem0_agent
+    rag.remember([{"role": "user", "content": PRIVATE}], user_id="alice", thread_id="private")
+    rag.remember([{"role": "user", "content": OTHER}], user_id="bob", thread_id="office")
+    assert words_on_disk(root, PRIVATE)  # the check can see what mem0 wrote
+    assert rag.forget("alice") == 1
+    assert rag.list_memories("alice") == []
+    assert not words_on_disk(root, PRIVATE)
+    # another user's memories, and their history, are untouched
+    assert [m["text"] for m in rag.list_memories("bob")] == [f"user: {OTHER}"]
+    assert words_on_disk(root, OTHER)
+
+
+def test_forgetting_one_conversation_erases_its_words_and_keeps_the_rest(
+    mem0_agent: tuple[Any, Path],
+) -> None:
+    rag, root = mem0_agent
+    rag.remember([{"role": "user", "content": PRIVATE}], user_id="alice", thread_id="private")
+    rag.remember([{"role": "user", "content": OTHER}], user_id="alice", thread_id="office")
+    assert rag.forget("alice", thread_id="private") == 1
+    assert not words_on_disk(root, PRIVATE)
+    assert [m["thread_id"] for m in rag.list_memories("alice")] == ["office"]
+    assert all(
+        "divorce" not in hit["text"] for hit in rag.recall("divorce hearing", user_id="alice")
+    )
+
+
+async def test_async_forget_erases_the_words_too(
+    make_agent: Callable[..., Any], tmp_path: Path
+) -> None:
+    rag = make_agent("erase", memory=True, data_dir=tmp_path / "data")
+    await rag.aremember([{"role": "user", "content": PRIVATE}], user_id="alice", thread_id="p")
+    assert await rag.aforget("alice") == 1
+    assert not words_on_disk(tmp_path / "data", PRIVATE)
+
+
+def test_list_and_forget_reach_past_one_mem0_page(
+    make_agent: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mem0's ``get_all`` stops at a limit: a user with more memories than one call returns
+    is listed and erased whole (the page is made small here; it is 10,000 in use)."""
+    from retrievalagent.memory import _mem0
+
+    monkeypatch.setattr(_mem0, "_LIST_LIMIT", 4)
+    rag = make_agent("erase", memory=True, data_dir=tmp_path / "data")
+    conversations = [
+        {"messages": [{"role": "user", "content": f"Note {i}: shelf {i} holds box {i * 7}."}]}
+        for i in range(11)
+    ]
+    assert len(rag.remember_many(conversations, user_id="big")) == 11
+    assert len(rag.list_memories("big")) == 11
+    assert rag.forget("big") == 11
+    assert rag.list_memories("big") == []
