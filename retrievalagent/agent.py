@@ -7,7 +7,6 @@ import hashlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
@@ -41,7 +40,6 @@ from retrievalagent.memory import (
     MemoryReader,
     RecallRequest,
     Said,
-    iso,
     memory_info,
     parse_time,
     said_in,
@@ -78,9 +76,6 @@ collection_exists = _build.collection_exists
 #: embedder's best speed, small enough to bound the vectors held at once and to keep the
 #: chunks already written when a later one fails.
 _REMEMBER_CHUNK = 512
-#: How far ahead of this machine's clock a remembered conversation's ``at`` may be (other
-#: clocks, time zones written wrong by an hour or so); later is refused as a typo.
-_CLOCK_SKEW = timedelta(days=1)
 
 
 class _Import(NamedTuple):
@@ -814,15 +809,9 @@ class RetrievalAgent:
         """An imported conversation checked: its messages, and where and when it was had."""
         writer, user = self._writer_for(user_id)
         try:
-            said, when = said_in(messages), parse_time(at)
+            said, when = said_in(messages), parse_time(at, past=True)
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from None
-        if at is not None and when > datetime.now(timezone.utc) + _CLOCK_SKEW:
-            # a typo (2062 for 2026) would rank first for every "now?" question from then on
-            raise ConfigError(
-                f"at is in the future ({iso(when)}): a conversation to remember has already "
-                "taken place; check the year"
-            )
         first = next((m.content for m in said if m.role == "user"), said[0].content)
         if thread_id is None:  # named after what was said, so importing it again is a no-op
             digest = hashlib.sha256(repr([(m.role, m.content) for m in said]).encode())

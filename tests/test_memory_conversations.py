@@ -1726,6 +1726,22 @@ PASTED = [
     ("<password>Hunter2pass</password>", "Hunter2pass"),
     ("<secret>shh-quietly</secret>", "shh-quietly"),
     ("<apiKey>K3yV4lue</apiKey>", "K3yV4lue"),
+    ('<add key="Password" value="Tr0ub4dor"/>', "Tr0ub4dor"),
+    ('<property name="password" value="Tr0ub4dor"/>', "Tr0ub4dor"),
+    ("<db:password>Tr0ub4dor</db:password>", "Tr0ub4dor"),
+    ("<password>\n  Tr0ub4dor\n</password>", "Tr0ub4dor"),
+    ('{"password": 12345678}', "12345678"),
+    ('"password" => "Tr0ub4dor&3"', "Tr0ub4dor&3"),
+    ("redis-cli -a Hunter2pass", "Hunter2pass"),
+    ("docker login -u me -p Hunter2pass", "Hunter2pass"),
+    ("mongo -u admin -p Hunter2pass", "Hunter2pass"),
+    ("mongosh mongodb://db:27017 -u admin -p Hunter2pass", "Hunter2pass"),
+    ("smbclient //srv/share -U admin%Hunter2pass", "Hunter2pass"),
+    ("password for prod db = hunter2", "hunter2"),
+    ("the password for the prod db is now hunter2", "hunter2"),
+    ("I changed the password for prod to hunter2", "hunter2"),
+    ("my pw is hunter2", "hunter2"),
+    ("my ssh passphrase is correct horse", "correct"),
 ]
 
 
@@ -1769,6 +1785,18 @@ ORDINARY = [
     '{"max_tokens": "100", "token_type": "bearer", "password_hint": "pet"}',
     "<passwordPolicy>strict</passwordPolicy>",
     "author: Ana",
+    "the password for the prod db is rotated every month",
+    "the password for the wifi is written on the fridge",
+    "the password for the prod db is kept in a secrets manager",
+    "the password is changed by IT every quarter",
+    "the passphrase is correct",
+    "the password was changed to match the policy",
+    "PWD=/home/ana/project",
+    "OLDPWD=/tmp",
+    '{"PWD": "/home/ana/project"}',
+    "I typed mysql -p. It asked for the password.",
+    "docker run -p 8080:80 nginx",
+    '{"password": null}',
 ]
 
 
@@ -1777,6 +1805,20 @@ def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
     from retrievalagent.memory._secrets import mask_secrets
 
     assert mask_secrets(said) == (said, 0)
+
+
+@pytest.mark.parametrize(
+    "adversarial",
+    ["<password " * 5000, "curl -u " * 6000, '{"password": ' * 4000, "mysql -a " * 6000],
+)
+def test_masking_secrets_stays_fast_on_adversarial_text(adversarial: str) -> None:
+    from time import perf_counter
+
+    from retrievalagent.memory._secrets import mask_secrets
+
+    started = perf_counter()  # well under 0.1 s; the bound leaves room for a busy machine
+    mask_secrets(adversarial[:50_000])
+    assert perf_counter() - started < 1.0
 
 
 def test_metadata_fields_named_like_a_short_secret_are_masked() -> None:

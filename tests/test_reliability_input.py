@@ -480,6 +480,12 @@ def test_a_conversation_dated_in_the_future_is_refused_not_ranked_first(
     with pytest.raises(ConfigError, match=r"conversations\[1\]: at is in the future"):
         rag.remember_many([said, {"messages": said, "at": "2062-01-10"}], user_id="f")
     assert rag.list_memories("f") == []
+    # a turn replayed "at" such a time would be remembered as said then: refused alike
+    future = {"configurable": {"user_id": "f", "thread_id": "q", "now": "2062-01-10T10:00:00Z"}}
+    with pytest.raises(ConfigError, match=r"configurable.now is in the future \(2062-01-10"):
+        rag.invoke("My hourly rate is 40 euros.", config=future)
+    assert rag.drain_background(10)["failed"] == 0
+    assert rag.list_memories("f") == []
     # later today in another zone, and the past, are fine
     soon = datetime.now(timezone.utc) + timedelta(hours=10)
     assert len(rag.remember(said, user_id="f", thread_id="ok", at=soon)) == 1

@@ -200,7 +200,7 @@ def _asked_at(config: RunnableConfig) -> str:
     as said then."""
     given = ((config or {}).get("configurable") or {}).get("now")
     try:
-        return parse_time(given, "configurable.now").isoformat()
+        return parse_time(given, "configurable.now", past=True).isoformat()
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
 

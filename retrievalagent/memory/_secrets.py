@@ -10,10 +10,15 @@ words such as "password" (in a few languages), "token" or "api key" (after "pass
 the rest of the clause: pass phrases have spaces), and long random-looking strings of mixed
 letters and digits. Secrets are also pasted inside what people copy from their work rather
 than type as prose, so the value is masked there too: a quoted value under a secret-named
-key (JSON, a Python dict), an XML element named like one, a URL with only a password
-(``redis://:pw@host``), a password flag (``--password``, mysql's glued ``-p``, ``sshpass
--p``, ``curl -u user:pass``), and "the password for the prod db is ..." with a few words
-between the label and "is". A value found once is masked wherever its conversation repeats it
+key (JSON, a Python dict, PHP's ``=>``; unquoted too: ``{"password": 12345678}``), an XML
+element named like one (``<db:password>``) or a ``key``/``name`` attribute naming one before
+a ``value`` attribute, a URL with only a password (``redis://:pw@host``), a password flag
+(``--password``, mysql's glued ``-p``, ``sshpass -p``, ``curl -u user:pass``, ``redis-cli
+-a``, ``docker login -p``, ``mongo -p``, ``smbclient -U user%pass``), "the password for the
+prod db is (now) ...", "... = ...", "I changed the password for prod to ...", and the words
+after "my ssh passphrase is". A sentence about the password is left alone ("is rotated every
+month", "is kept in a vault"), and so is the shell's working directory (``PWD=/home/ana``).
+A value found once is masked wherever its conversation repeats it
 (``recurring_secrets``, ``mask_known``): replies quote what the user pasted. Ordinary
 words, numbers, versions and ids (ticket 4411, PostgreSQL 13, a commit hash in lower-case
 hex) are left alone.
@@ -45,14 +50,18 @@ _KNOWN_FORMATS = re.compile(
     """,
     re.VERBOSE | re.DOTALL,
 )
+# "is"/"was" before a value: "is now", "was changed to", "has been reset to" (the longer
+# first: "is" alone would leave "now" as the value)
+_IS_NOW = r"""(?:\b(?:is|was|has\s+been)\s+(?:now\s+)?(?:changed|set|reset|updated)\s+to\b
+    |\b(?:is|was)\s+now\b|\bis\b|\bwas\b)"""
 # "password: hunter2", "my token is abc123", "API_KEY=...", "secret = '...'"
 _LABELLED = re.compile(
-    r"""
-    (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|secret(?:[ _-]?(?:access[ _-]?)?key)?
+    rf"""
+    (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|secret(?:[ _-]?(?:access[ _-]?)?key)?
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|bearer|client[ _-]?secret|credentials?
       |passwort|kennwort|mot\ de\ passe|contrase[ñn]a|senha|wachtwoord|has[łl]o|пароль)\b)
-    (?P<sep>\s*(?:[:=]|\bis\b|\bwas\b|\bist\b|\best\b|\bes\b)\s*)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{3,})
+    (?P<sep>\s*(?:[:=]|{_IS_NOW}|\bist\b|\best\b|\bes\b)\s*)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{{3,}})
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -74,15 +83,32 @@ _SECRET_NAME = r"""
     (?i:pass(?:word|wd|phrase)?|pwd|secret|token|(?:api|access|private|secret)[_\-]?key
       |credentials?|auth)
 """
-# {"password": "Tr0ub4dor&3"}, {'api_key': '...'}: the quoted value goes, its quotes stay
+# {"password": "Tr0ub4dor&3"}, {'api_key': '...'}, PHP's "password" => "...": the quoted
+# value goes, its quotes stay; an unquoted one ({"password": 12345678}) when it ends the entry
+# (not a call or a lookup: {'password': os.environ["PW"]}) and is not null, true or false
 _QUOTED_SECRET = re.compile(
-    rf"""(?P<kq>["']){_SECRET_NAME}(?P=kq)\s*:\s*
+    rf"""(?P<kq>["']){_SECRET_NAME}(?P=kq)\s*(?::|=>)\s*
     (?P<q>["'])(?P<value>(?:\\.|(?!(?P=q))[^\\\n])+)(?=(?P=q))""",
     re.VERBOSE,
 )
-# <password>...</password>, <apiKey>...</apiKey>
+_BARE_SECRET = re.compile(
+    rf"""(?P<kq>["']){_SECRET_NAME}(?P=kq)\s*(?::|=>)\s*
+    (?!(?i:null|true|false|none|nil|undefined)\b)
+    (?P<value>[^\s"'(){{}}\[\]<>,;]+)(?=\s*(?:[,}}\]\n]|$))""",
+    re.VERBOSE,
+)
+# <password>...</password>, <apiKey>...</apiKey>, <db:password>, the value on a line of its own
 _TAGGED_SECRET = re.compile(
-    rf"""<(?P<tag>{_SECRET_NAME})(?:\s[^<>]*)?>(?P<value>[^<\n]+)(?=</(?P=tag)\s*>)""",
+    rf"""<(?P<tag>(?:[A-Za-z_][\w.\-]*:)?{_SECRET_NAME})(?:\s[^<>]*)?>\s*
+    (?P<value>[^<\s](?:[^<\n]*[^<\s])?)(?=\s*</(?P=tag)\s*>)""",
+    re.VERBOSE,
+)
+# <add key="Password" value="..."/>, <property name="db.password" value="..."/>: a key or
+# name attribute naming a secret, then (a few attributes on) the value attribute
+_ATTRIBUTE_SECRET = re.compile(
+    rf"""(?<![\w:.\-])(?:key|name)\s*=\s*(?P<kq>["']){_SECRET_NAME}(?P=kq)
+    (?:\s+[\w:.\-]+\s*=\s*(?:"[^"\n]*"|'[^'\n]*')){{0,8}}?
+    \s+value\s*=\s*(?P<q>["'])(?P<value>(?:(?!(?P=q))[^\n])+)(?=(?P=q))""",
     re.VERBOSE,
 )
 # "the password for the prod db is hunter2" (or "...db: hunter2"): a few words, the first a
@@ -90,12 +116,12 @@ _TAGGED_SECRET = re.compile(
 # the password: "the password manager we use is ..."). Judged as prose even after ":" ("my
 # password for the VPN: nobody knows it")
 _LABELLED_LATER = re.compile(
-    r"""
-    (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|secret(?:[ _-]?(?:access[ _-]?)?key)?
+    rf"""
+    (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret(?:[ _-]?(?:access[ _-]?)?key)?
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|client[ _-]?secret)\b)
-    (?P<sep>\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{}<>]+){1,3}?)
-    (?:\s*:\s*|\s+(?:is|was)\s+)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{3,})
+    (?P<sep>\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)
+    (?:\s*[:=]\s*|\s+{_IS_NOW}\s+)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{{3,}})
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -108,9 +134,10 @@ _FLAG_PASSWORD = re.compile(
 )
 # mysql -u root -pHunter2 app: mysql's -p takes its value glued (a lone "-p" prompts); only
 # in a mysql/mariadb command, after its options: elsewhere "-pcf" is other flags
+_MYSQL = r"(?:mysql(?:dump|admin|import|check|show|pump|sh)?|mariadb(?:-[a-z]+)?)\b"
 _MYSQL_PASSWORD = re.compile(
-    r"""\b(?:mysql(?:dump|admin|import|check|show|pump|sh)?|mariadb(?:-[a-z]+)?)
-    (?:\s+-\S+(?:\s+[^\s\-]\S*)?)*?\s+-p(?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']\S*)""",
+    rf"""\b{_MYSQL}(?:\s+-\S+(?:\s+(?!{_MYSQL})[^\s\-]\S*)?)*?\s+-p(?![.,;:!?)]*(?:\s|$))
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']\S*)""",
     re.VERBOSE,
 )
 # sshpass -p 'X' ssh host
@@ -120,19 +147,67 @@ _SSHPASS = re.compile(
     re.VERBOSE,
 )
 # curl -u admin:Hunter2 https://...: the part after the colon (only in a curl command, within
-# its sentence: docker's "-u 1000:1000" is a uid and gid)
+# its sentence: docker's "-u 1000:1000" is a uid and gid). A command runs to the end of its
+# sentence or to the next command of its kind (so "curl -u curl -u ..." stays linear)
+_IN_COMMAND = r"""(?:(?!\b(?:{0})\b)(?:[^\n|;&.!?]|[.!?](?=\S)))*?"""
 _CURL_USER = re.compile(
-    r"""\bcurl\b(?:[^\n|;&.!?]|[.!?](?=\S))*?\s(?:-u\s*|--user(?:\s+|=))["']?[^\s:"']*:
+    rf"""\bcurl\b{_IN_COMMAND.format("curl")}\s(?:-u\s*|--user(?:\s+|=))["']?[^\s:"']*:
     (?P<value>[^\s"']+)""",
     re.VERBOSE,
 )
+# smbclient //srv/share -U admin%Hunter2: the part after "%"
+_SMB_USER = re.compile(
+    rf"""\b(?:smbclient|rpcclient|smbcacls)\b{_IN_COMMAND.format("smbclient|rpcclient|smbcacls")}
+    \s(?:-U\s*|--user(?:\s+|=))["']?[^\s%"']*%
+    (?P<value>[^\s"']+?)(?=[.,]?(?:[\s"']|$))""",
+    re.VERBOSE,
+)
+# a value that is not punctuation ending the sentence ("mongo -p. It asks") and leaves a
+# full stop or comma after it
+_OPTION_VALUE = (
+    r"""(?P<value>"[^"\n]+"|'[^'\n]+'|(?![.,;:!?)]*(?:\s|$))[^\s"'\-]\S*?(?=[.,]?(?:\s|$)))"""
+)
+# the option that takes a password, separated by spaces, in the commands that have one:
+# redis-cli -a X, docker login -p X, mongo/mongosh -p X, ldapsearch -w X, sqlcmd -P X
+# ("-p" elsewhere is a port: docker run -p 8080:80)
+_COMMAND_PASSWORDS = [
+    re.compile(
+        rf"""\b(?:{command})\b{_IN_COMMAND.format(command)}\s{option}(?P<sep>\s+){_OPTION_VALUE}""",
+        re.VERBOSE,
+    )
+    for command, option in (
+        ("redis-cli", "-a"),
+        (r"docker\s+login|podman\s+login|buildah\s+login", "-p"),
+        ("mongo(?:sh|dump|restore|export|import|stat|top|files)?", "-p"),
+        ("ldap(?:search|add|modify|delete|modrdn|passwd|whoami|compare|exop)", "-w"),
+        ("sqlcmd|bcp", "-P"),
+    )
+]
 # after "password:" a pass phrase may have spaces: the rest of the clause goes
 # (a clause ends at ";" or at ".", "!" or "?" before a space or the end: inside a word they
 # belong to the password, as in "Sun.Flower!42")
 _PASS_PHRASE = re.compile(
-    r"""(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|passwort|kennwort|mot\ de\ passe|contrase[ñn]a
+    r"""(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|passwort|kennwort|mot\ de\ passe|contrase[ñn]a
       |senha|wachtwoord|has[łl]o|пароль)\s*[:=]\s*
       (?P<value>[^\s"'\[;](?:[^.!?;\n]|[.!?](?=[^\s.!?;]))*)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "my ssh passphrase is correct horse": after "passphrase is" the rest of the clause (a pass
+# phrase has spaces), judged by its words ("the passphrase is correct" is prose)
+_PASSPHRASE_IS = re.compile(
+    rf"""(?P<label>(?:\b|_)pass[ _-]?phrase\b)
+    (?P<sep>(?:\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)?
+      \s+{_IS_NOW}\s+)
+    (?P<value>[^\s"'\[;,.!?](?:[^.!?;,\n]|[.!?](?=[^\s.!?;]))*)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "I changed the password for prod to hunter2", "set my password to ..."
+_CHANGED_TO = re.compile(
+    r"""\b(?:changed|set|reset|updated|switched)\s+
+    (?:(?:the|my|our|your|his|her|their|its|this|that)\s+)?(?:[\w\-]+\s+)?
+    (?P<label>pass(?:word|wd|phrase)|pwd|pw)\b
+    (?P<sep>(?:\s+(?:for|on|of|at|in)(?:\s+[^\s.,;:!?="'()\[\]{}<>]+){1,3}?)?\s+to\s+)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{3,})""",
     re.VERBOSE | re.IGNORECASE,
 )
 # 32+ characters of letters and digits (and - _ + / =) with upper case, lower case and digits
@@ -221,8 +296,177 @@ _NOT_A_VALUE = frozenset(
         "flag",
         "option",
         "argument",
+        "prompts",
+        "asks",
+        "means",
+        "takes",
+        "expects",
+        # what a password is changed to without being one
+        "something",
+        "anything",
+        "whatever",
+        "default",
+        "my",
+        "your",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "somewhere",
+        "elsewhere",
+        "available",
     ]
 )
+# "the password is kept in a vault", "... is rotated every month": one lower-case word that
+# reads as a participle (a real password is rarely one: "is swordfish on the prod box" is
+# still masked), and after it one of these
+_PROSE_NEXT = frozenset(
+    [
+        "on",
+        "in",
+        "at",
+        "by",
+        "every",
+        "each",
+        "from",
+        "to",
+        "with",
+        "under",
+        "behind",
+        "into",
+        "inside",
+        "onto",
+        "over",
+        "via",
+        "through",
+        "within",
+        "across",
+        "after",
+        "before",
+        "during",
+        "until",
+        "once",
+        "twice",
+        "somewhere",
+        "elsewhere",
+        "daily",
+        "weekly",
+        "monthly",
+        "yearly",
+        "annually",
+        "hourly",
+        "quarterly",
+        "regularly",
+        "automatically",
+        "periodically",
+    ]
+)
+_PARTICIPLES = frozenset(
+    [
+        "kept",
+        "set",
+        "put",
+        "sent",
+        "left",
+        "held",
+        "built",
+        "lost",
+        "found",
+        "shown",
+        "known",
+        "told",
+        "sold",
+        "stuck",
+        "bound",
+        "read",
+        "spent",
+        "shared",
+        "stored",
+        "saved",
+        "handled",
+        "managed",
+    ]
+)
+# what follows "passphrase is <word>" in a sentence about it ("is wrong again", "is long
+# enough"), where a pass phrase would go on with a noun ("is correct horse")
+_CLAUSE_WORDS = frozenset(
+    [
+        "and",
+        "or",
+        "but",
+        "so",
+        "because",
+        "since",
+        "when",
+        "if",
+        "though",
+        "although",
+        "unless",
+        "while",
+        "as",
+        "than",
+        "then",
+        "yet",
+        "already",
+        "again",
+        "enough",
+        "anyway",
+        "anymore",
+        "somehow",
+        "either",
+        "neither",
+    ]
+)
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "not",
+        "too",
+        "very",
+        "still",
+        "being",
+        "now",
+        "you",
+        "they",
+        "she",
+        "this",
+        "that",
+        "what",
+        "nobody",
+        "none",
+        "nothing",
+        "but",
+        "also",
+        "just",
+        "to",
+        "and",
+        "or",
+        "if",
+        "is",
+        "was",
+        "with",
+        "in",
+        "on",
+        "at",
+        "for",
+        "there",
+        "here",
+        "my",
+        "your",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+    ]
+)
+# the shell's working directory, not a password: PWD=/home/ana, OLDPWD=/tmp, {"PWD": "~/x"}
+_PWD_NAME = re.compile(r"pwd[\s\"':=]*$", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"\s*(?:[.,;:!?)]|$)")
+_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
 
 
 def _is_password_label(label: str) -> bool:
@@ -257,6 +501,63 @@ def _labelled_secret(label: str, sep: str, value: str) -> bool:
     return looks_random or _is_password_label(label)
 
 
+def _participle(word: str) -> bool:
+    return word.endswith(("ed", "en")) or word in _PARTICIPLES
+
+
+def _passphrase_prose(value: str) -> bool:
+    """Whether the clause after "passphrase is" is a sentence about it, not the phrase."""
+    words = value.lower().split()
+    first, second = words[0], (words[1] if len(words) > 1 else "")
+    if first in _NOT_A_VALUE:
+        # "is correct horse ...": an adjective that begins a phrase, not one that ends it
+        return (
+            first in _FUNCTION_WORDS
+            or not (second.isalpha() and len(second) >= 3)
+            or second in _NOT_A_VALUE
+            or second in _PROSE_NEXT
+            or second in _CLAUSE_WORDS
+            or second.endswith("ly")
+        )
+    return first.isalpha() and _participle(first) and second in _PROSE_NEXT
+
+
+def _kept_as_prose(m: re.Match[str]) -> bool:
+    """Whether what a pattern matched is a sentence about a secret or a value that is not
+    one (the working directory in PWD), rather than a secret to mask."""
+    value = m.group("value")
+    groups = m.groupdict()
+    prefix = m.string[m.start(0) : m.start("value")]
+    if value.strip("\"'").startswith(("/", "~")) and _PWD_NAME.search(prefix):
+        return True
+    if "sep" not in groups:
+        return False
+    if m.re is _PASSPHRASE_IS:
+        return _passphrase_prose(value)
+    label = groups.get("label") or "password"  # sshpass -p: a password, unnamed
+    if not _labelled_secret(label, groups["sep"], value):
+        return True
+    connector = m.string[
+        m.end("label") if groups.get("label") else m.start("value") : m.start("value")
+    ]
+    if value[:1] in "\"'" or ":" in connector or "=" in connector:
+        return False
+    word = value.rstrip(".!?")
+    plain = word.isalpha() and word.islower()
+    rest = m.string[m.end() :]
+    if re.search(r"\bto\s*$", connector, re.IGNORECASE):
+        # "changed to match the policy": a plain word there is a secret only ending the clause
+        return plain and word == value and not _CLAUSE_END.match(rest)
+    following = _NEXT_WORD.match(rest)
+    return (
+        plain
+        and word == value
+        and following is not None
+        and following.group(1).lower() in _PROSE_NEXT
+        and _participle(word)
+    )
+
+
 def _random_looking(token: str) -> bool:
     mixed = any(c.islower() for c in token) and any(c.isupper() for c in token)
     if len(token) == 40 and any(c.isdigit() or c in "/+" for c in token):
@@ -282,11 +583,7 @@ def mask_secrets(
     def masked_value(m: re.Match[str]) -> str:
         nonlocal count
         value = m.group("value")
-        if value.startswith("[secret"):
-            return m.group(0)
-        groups = m.groupdict()
-        label = groups.get("label") or "password"  # sshpass -p: a password, unnamed
-        if "sep" in groups and not _labelled_secret(label, groups["sep"], value):
+        if value.startswith("[secret") or _kept_as_prose(m):
             return m.group(0)
         count += 1
         if found is not None:
@@ -296,13 +593,25 @@ def mask_secrets(
     text = _KNOWN_FORMATS.sub(masked, text)
     text = _URL_PASSWORD.sub(masked_value, text)
     text = _ENV_SECRET.sub(masked_value, text)
-    for pattern in (_QUOTED_SECRET, _TAGGED_SECRET, _MYSQL_PASSWORD, _SSHPASS, _CURL_USER):
+    for pattern in (
+        _QUOTED_SECRET,
+        _BARE_SECRET,
+        _TAGGED_SECRET,
+        _ATTRIBUTE_SECRET,
+        _MYSQL_PASSWORD,
+        _SSHPASS,
+        _CURL_USER,
+        _SMB_USER,
+        *_COMMAND_PASSWORDS,
+    ):
         text = pattern.sub(masked_value, text)
     # before "password=" takes the rest of the clause: "--password=X --verbose" keeps its flag
     text = _FLAG_PASSWORD.sub(masked_value, text)
     text = _PASS_PHRASE.sub(masked_value, text)
+    text = _PASSPHRASE_IS.sub(masked_value, text)
     text = _LABELLED.sub(masked_value, text)
     text = _LABELLED_LATER.sub(masked_value, text)
+    text = _CHANGED_TO.sub(masked_value, text)
     if not random_looking:
         return text, count
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)

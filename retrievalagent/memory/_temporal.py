@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
-__all__ = ["TimeRef", "iso", "parse_time", "time_ref"]
+__all__ = ["CLOCK_SKEW", "TimeRef", "iso", "parse_time", "time_ref"]
 
 _MONTHS = {
     name: i
@@ -96,8 +96,26 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
-def parse_time(value: datetime | str | None, what: str = "at") -> datetime:
-    """A datetime from a datetime, an ISO 8601 string or None (now), timezone-aware."""
+#: How far ahead of this machine's clock a time said to be past may be (other clocks, a
+#: zone written wrong by an hour or so); later is refused as a typo.
+CLOCK_SKEW = timedelta(days=1)
+
+
+def parse_time(value: datetime | str | None, what: str = "at", *, past: bool = False) -> datetime:
+    """A datetime from a datetime, an ISO 8601 string or None (now), timezone-aware.
+    ``past``: a time given must not be more than ``CLOCK_SKEW`` ahead of now (a conversation
+    to remember, a turn replayed at its time): a year typed wrong (2062 for 2026) would
+    make that conversation the newest for every question about "now", ever after."""
+    moment = _parsed(value, what)
+    if past and value is not None and moment > datetime.now(timezone.utc) + CLOCK_SKEW:
+        raise ValueError(
+            f"{what} is in the future ({iso(moment)}): it must be a time that has passed; "
+            "check the year"
+        )
+    return moment
+
+
+def _parsed(value: datetime | str | None, what: str) -> datetime:
     if value is None:
         return datetime.now(timezone.utc)
     if isinstance(value, str):
