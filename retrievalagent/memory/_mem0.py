@@ -530,8 +530,7 @@ def _purge_local_history(memory: Any, user: str, ids: list[str]) -> None:
     except ImportError:  # pragma: no cover - the scope as mem0 2.x builds it
         pass
     with lock:
-        marks = ",".join("?" * len(ids))
-        connection.execute(f"DELETE FROM history WHERE memory_id IN ({marks})", ids)
+        connection.executemany("DELETE FROM history WHERE memory_id = ?", [(i,) for i in ids])
         tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master")}
         if "messages" in tables:  # scopes end with the user: agent_id, run_id, user_id
             connection.execute(

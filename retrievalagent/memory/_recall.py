@@ -364,28 +364,16 @@ def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
 
 
 def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
-    """``hits`` (what was said in the question's time window first) reordered so that a
-    time read into the question ("May 2 teams share it?", "... on Sunday?") cannot push
-    out what bears on it by its own words (which it needed to be listed here at all): one
-    from outside the window at least twice as relevant as the window's best goes ahead of
-    the window, and the best one from outside gets the last of ``count`` places if the
-    window would fill them all."""
-    window = [h for h in hits if h.in_window]
-    if not window:
-        return hits
-    strong = 2 * max(_alone(h) for h in window)
-    ahead = [h for h in hits if not h.in_window and _alone(h) >= strong]
-    rest = [h for h in hits if h.in_window or _alone(h) < strong]
-    ordered = ahead + rest
-    outside = next((i for i, h in enumerate(ordered) if not h.in_window), None)
+    """``hits`` (what was said in the question's time window first) with the best one from
+    outside the window moved up to the last of ``count`` places if the window would fill
+    them all: a time read into the question ("May 2 teams share it?", "... on Sunday?")
+    must not push out everything that bears on it by its own words (which it needed to be
+    listed here at all). The window keeps the places before it: "What jammed yesterday?"
+    shows yesterday's exchange first, however much more an older one says of printers."""
+    outside = next((i for i, h in enumerate(hits) if not h.in_window), None)
     if outside is None or outside < count or count < 2:
-        return ordered
-    return [
-        *ordered[: count - 1],
-        ordered[outside],
-        *ordered[count - 1 : outside],
-        *ordered[outside + 1 :],
-    ]
+        return hits
+    return [*hits[: count - 1], hits[outside], *hits[count - 1 : outside], *hits[outside + 1 :]]
 
 
 def _once(hits: Sequence[MemoryHit], already: Sequence[MemoryHit] = ()) -> list[MemoryHit]:
