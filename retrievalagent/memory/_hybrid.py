@@ -62,12 +62,12 @@ SPEAKER_BONUS = 0.3
 _Score = TypeVar("_Score", float, np.ndarray)  # one memory's, or every row's at once
 #: The fewest memories IDF is computed as if there were (see ``UserIndex._idf``).
 _MIN_IDF_DOCS = 100
-#: How many exchanges back in its conversation a memory draws relevance from, and the share
-#: of it each step keeps (chosen on the dev half of bench/memory's conversation set).
 #: Candidates from outside a question's time window, however much the window holds: a
 #: question read as pointing at a time ("May 2 teams share the server?", "... on Sunday?")
 #: may not be about that time, and what bears on it by its words must stay within reach.
 OUTSIDE_WINDOW = 3
+#: How many exchanges back in its conversation a memory draws relevance from, and the share
+#: of it each step keeps (chosen on the dev half of bench/memory's conversation set).
 CONTEXT_STEPS = 1
 CONTEXT_DECAY = 0.6
 #: Added to the fused score of the newest of the candidates on the question's subject, in
