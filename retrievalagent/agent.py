@@ -28,7 +28,13 @@ from retrievalagent.config import Settings, call_settings, check_collection
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
 from retrievalagent.index import Condition, LexicalEncoder, VectorIndex
-from retrievalagent.ingest import Ingestor, IngestReport, read_inputs, source_key
+from retrievalagent.ingest import (
+    IngestInterrupted,
+    Ingestor,
+    IngestReport,
+    read_inputs,
+    source_key,
+)
 from retrievalagent.memory import (
     CONVERSATION_KEYS,
     BackgroundWrites,
@@ -365,7 +371,10 @@ class RetrievalAgent:
         Raises:
             IngestInterrupted: on Ctrl-C; its ``report`` lists the finished sources.
         """
-        read = read_inputs(inputs, metadata)
+        try:
+            read = read_inputs(inputs, metadata)
+        except KeyboardInterrupt:  # still reading: nothing was written, none finished
+            raise IngestInterrupted(IngestReport()) from None
         mirror = [] if keep_missing else read.folders
         return self._ingestor.ingest(read.docs, progress=progress, mirror=mirror)
 

@@ -640,3 +640,32 @@ def test_memory_import_stopped_by_ctrl_c_says_what_to_do_and_a_rerun_finishes_it
     listed = json.loads(memory("list", "ann", "--json").stdout)
     texts = sorted(m["text"] for m in listed)
     assert len(texts) == n and len(set(texts)) == n  # every conversation once
+
+
+@pytest.mark.parametrize("when", ["reading", "summing_up"])
+def test_ingest_stopped_by_ctrl_c_before_or_after_the_writes_says_what_was_finished(
+    runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Ctrl-C while the files are still read, or once every one is written (the summary,
+    the closing): exit 130 and a line saying what was finished, never a silent stop."""
+    import retrievalagent.agent as agent_module
+    from retrievalagent import RetrievalAgent
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        if when == "reading":
+            patch.setattr(agent_module, "read_inputs", ctrl_c)
+        else:
+            patch.setattr(RetrievalAgent, "count", ctrl_c)
+        stopped = runner.invoke(app, ["ingest", str(notes), "-c", "notes"])
+    assert stopped.exit_code == 130
+    said = " ".join(stopped.stderr.split())
+    if when == "reading":
+        assert "interrupted: no source finished (the inputs were still being read)" in said
+    else:
+        assert "interrupted after the ingest finished: 2 source(s)" in said
+    again = invoke(runner, "ingest", str(notes), "-c", "notes")
+    assert again.exit_code == 0
+    assert "holds 2 chunks" in again.stdout

@@ -65,24 +65,36 @@ def ingest(
         check_paths_exist(files)  # before the collection is created: a typo creates nothing
         if rebuild:
             _drop_embedded_index(collection, backend_url, data_dir)
-        with open_agent(collection, None, backend_url, data_dir) as rag:
+        report = None
+        try:
+            with open_agent(collection, None, backend_url, data_dir) as rag:
+                err.print(
+                    f"[dim]Indexing {escape(', '.join(paths))} into collection "
+                    f"{escape(repr(rag.collection))}...[/]",
+                    soft_wrap=True,
+                )
+                try:
+                    report = rag.add_documents(
+                        files, metadata=metadata or None, keep_missing=keep_missing
+                    )
+                except IngestInterrupted as stop:
+                    err.print(f"[yellow]{escape(str(stop))}[/]", soft_wrap=True)
+                    raise typer.Exit(130) from None
+                for source in report.removed_sources:
+                    err.print(f"[dim]removed (no longer in the folder): {escape(source)}[/]")
+                count = rag.count()
+                console.print(
+                    f"{escape(str(report))}; collection {rag.collection!r} holds {count} chunks"
+                )
+        except KeyboardInterrupt:
+            if report is None:  # before the ingest began: nothing was written
+                raise
+            # after it: every source was finished, only the summary or the closing was cut
             err.print(
-                f"[dim]Indexing {escape(', '.join(paths))} into collection "
-                f"{escape(repr(rag.collection))}...[/]",
+                f"[yellow]interrupted after the ingest finished: {escape(str(report))}[/]",
                 soft_wrap=True,
             )
-            try:
-                report = rag.add_documents(
-                    files, metadata=metadata or None, keep_missing=keep_missing
-                )
-            except IngestInterrupted as stop:
-                err.print(f"[yellow]{escape(str(stop))}[/]", soft_wrap=True)
-                raise typer.Exit(130) from None
-            for source in report.removed_sources:
-                err.print(f"[dim]removed (no longer in the folder): {escape(source)}[/]")
-            console.print(
-                f"{escape(str(report))}; collection {rag.collection!r} holds {rag.count()} chunks"
-            )
+            raise typer.Exit(130) from None
 
 
 def _paths(arguments: list[str]) -> list[Path]:

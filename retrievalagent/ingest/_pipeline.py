@@ -70,10 +70,10 @@ class IngestInterrupted(KeyboardInterrupt):
     """
 
     def __init__(self, report: IngestReport) -> None:
-        super().__init__(
-            f"interrupted: {len(report.finished_sources)} of {report.sources} source(s) "
-            "finished; run the same ingest again to finish the rest"
-        )
+        done = f"{len(report.finished_sources)} of {report.sources} source(s) finished"
+        if not report.sources:  # cut while the inputs were read: nothing was written
+            done = "no source finished (the inputs were still being read)"
+        super().__init__(f"interrupted: {done}; run the same ingest again to finish the rest")
         self.report = report
 
 
