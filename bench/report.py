@@ -648,13 +648,23 @@ _CONVERSATION_METHODS = {
 }
 
 
+def _best_single(cell: dict[str, Any], names: Sequence[str]) -> tuple[str, float] | None:
+    """The single retriever with the best R@10 in one table cell, and ``recall``'s R@10
+    over its (None when the cell lacks either)."""
+    singles = [n for n in names if n != "recall"]
+    if not cell or not singles or "recall" not in cell:
+        return None
+    best = max(singles, key=lambda n: cell[n]["r@10"])
+    top = cell[best]["r@10"]
+    return best, (cell["recall"]["r@10"] / top if top else 0.0)
+
+
 def _conversation_verdict(held: dict[str, Any], names: list[str], label: str) -> str:
     """The target's sentence for one held-out group: recall@10 against the best single."""
-    singles = [n for n in names if n != "recall"]
-    if not held or not singles or "recall" not in held:
+    found = _best_single(held, names)
+    if found is None:
         return ""
-    best = max(singles, key=lambda n: held[n]["r@10"])
-    ratio = held["recall"]["r@10"] / held[best]["r@10"]
+    best, ratio = found
     return (
         f"{label} `recall` R@10 is {held['recall']['r@10']:.3f}, {ratio:.2f}× the best single "
         f"retriever ({_CONVERSATION_METHODS[best]}, {held[best]['r@10']:.3f}); the target was "
@@ -741,15 +751,6 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
 HAYSTACK_PREFIX = "memory_conversations_haystack"
 
 
-def _ratio_to_best(cell: dict[str, Any], names: Sequence[str]) -> float | None:
-    """``recall``'s R@10 over the best single retriever's, in one table cell."""
-    singles = [n for n in names if n != "recall"]
-    if "recall" not in cell or not singles:
-        return None
-    best = max(cell[n]["r@10"] for n in singles)
-    return float(cell["recall"]["r@10"] / best) if best else None
-
-
 def memory_haystack_section(results: dict[str, dict[str, Any]]) -> str:
     """Issue 21's recall with long histories: the same set, each user's history padded with
     other people's whole conversations (``--haystack N``), over several draws."""
@@ -797,8 +798,8 @@ def memory_haystack_section(results: dict[str, dict[str, Any]]) -> str:
         if len(same) > 1:
             parts = []
             for group in ("dev", "heldout"):
-                ratios = [_ratio_to_best(r["table"][group]["all"], names) for r in same]
-                shown = ", ".join(f"{x:.2f}×" for x in ratios if x is not None)
+                found = [_best_single(r["table"][group]["all"], names) for r in same]
+                shown = ", ".join(f"{f[1]:.2f}×" for f in found if f is not None)
                 parts.append(f"{group} {shown}")
             draws.append(f"with {n} added, over {len(same)} draws: " + "; ".join(parts))
     header = ("Added", "Sessions a user", "Group", "n", *(_CONVERSATION_METHODS[m] for m in names))

@@ -29,7 +29,9 @@ from retrievalagent.errors import ConfigError
 __all__ = [
     "MAX_ID_CHARS",
     "MAX_TOP_K",
+    "NAMED_AFTER_WHAT_WAS_SAID",
     "check_id",
+    "check_name",
     "check_top_k",
     "clean_question",
     "clean_text",
@@ -105,6 +107,20 @@ def check_id(value: Any, what: str) -> str:
             "exactly as given, so another id would hold its memory and threads)"
         )
     return value
+
+
+#: What to do instead of naming an imported conversation "" (``remember``, ``memory import``).
+NAMED_AFTER_WHAT_WAS_SAID = "leave it out to name the conversation after what was said"
+
+
+def check_name(value: Any, what: str, hint: str = "") -> str:
+    """``check_id``, and not blank: a blank user or thread id names nobody and no
+    conversation (a thread named "" could never be erased by name). ``hint`` says what to
+    do instead."""
+    name = check_id(value, what)
+    if not name.strip():
+        raise ConfigError(f"{what} must not be empty" + (f"; {hint}" if hint else ""))
+    return name
 
 
 def redact_url(url: str) -> str:

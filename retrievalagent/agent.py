@@ -21,7 +21,13 @@ from langgraph.types import Overwrite, StreamMode
 from typing_extensions import Unpack
 
 from retrievalagent import _build
-from retrievalagent._inputs import check_id, check_top_k, clean_question
+from retrievalagent._inputs import (
+    NAMED_AFTER_WHAT_WAS_SAID,
+    check_id,
+    check_name,
+    check_top_k,
+    clean_question,
+)
 from retrievalagent._override import Overrides
 from retrievalagent._threads import in_thread
 from retrievalagent.config import Settings, call_settings, check_collection
@@ -556,9 +562,7 @@ class RetrievalAgent:
             )
         configurable = dict(run.get("configurable") or {})
         if configurable.get("thread_id") is not None:
-            thread_id = check_id(configurable["thread_id"], "thread_id")
-            if not thread_id.strip():
-                raise ConfigError("thread_id must not be empty or only whitespace")
+            thread_id = check_name(configurable["thread_id"], "thread_id")
             configurable["thread_id"] = thread_id  # a string: LangGraph mishandles 0
         if graph.checkpointer is not None and configurable.get("thread_id") is None:
             raise ConfigError(
@@ -761,10 +765,7 @@ class RetrievalAgent:
             )
         if memory_id is not None:
             check_id(memory_id, "memory_id")
-        user = check_id(user_id, "user_id")
-        if not user.strip():
-            raise ConfigError("user_id must not be empty")
-        return memory, user
+        return memory, check_name(user_id, "user_id")
 
     def list_memories(self, user_id: str) -> list[MemoryInfo]:
         """Everything the agent remembers about ``user_id``, newest first by when it was
@@ -826,12 +827,7 @@ class RetrievalAgent:
             digest = hashlib.sha256(repr([(m.role, m.content) for m in said]).encode())
             thread = f"imported-{digest.hexdigest()[:16]}"
         else:
-            thread = check_id(thread_id, "thread_id")
-            if not thread.strip():  # forget(thread_id="") could never erase it
-                raise ConfigError(
-                    "thread_id must not be empty; leave it out to name the conversation "
-                    "after what was said"
-                )
+            thread = check_name(thread_id, "thread_id", NAMED_AFTER_WHAT_WAS_SAID)
         where = {
             "user_id": user,
             "thread_id": thread,
@@ -1057,10 +1053,7 @@ def _thread_to_forget(thread_id: str | None) -> str | None:
     every memory kept outside one, preferences among them), so it is refused."""
     if thread_id is None:
         return None
-    thread = check_id(thread_id, "thread_id")
-    if not thread.strip():
-        raise ConfigError("thread_id must not be empty; leave it out to erase everything")
-    return thread
+    return check_name(thread_id, "thread_id", "leave it out to erase everything")
 
 
 def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:

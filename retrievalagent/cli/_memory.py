@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from retrievalagent._inputs import check_id
+from retrievalagent._inputs import NAMED_AFTER_WHAT_WAS_SAID, check_id, check_name
 from retrievalagent.cli._common import (
     HELP_MARKUP,
     CollectionOpt,
@@ -359,12 +359,7 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
         if conversation.get("at") is not None:
             _when(conversation["at"], "at")
         if conversation.get("thread_id") is not None:
-            check_id(conversation["thread_id"], "thread_id")
-            if not conversation["thread_id"].strip():  # as remember refuses it
-                raise ConfigError(
-                    "thread_id must not be empty; leave it out to name the conversation "
-                    "after what was said"
-                )
+            check_name(conversation["thread_id"], "thread_id", NAMED_AFTER_WHAT_WAS_SAID)
     except (ValueError, ConfigError) as exc:
         raise ConfigError(f"{path} line {lines[0]}: {exc}") from None
     return conversation

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -214,14 +214,13 @@ def _turn_time(state: AgentState) -> str:
     return state.get("asked_at") or iso(datetime.now(timezone.utc))
 
 
-def _local(at: str, state: AgentState) -> str:
+def _local(at: str, zone: tzinfo | None) -> str:
     """``at`` in the zone the turn was asked in: an answer that dates what the user said
     gives the day the prompt's memory lines give (8 pm in New York is the next day in UTC)."""
     try:
         moment = datetime.fromisoformat(at)
     except ValueError:
         return at
-    zone = datetime.fromisoformat(_turn_time(state)).tzinfo
     return moment.astimezone(zone).isoformat() if moment.tzinfo and zone else at
 
 
@@ -608,6 +607,7 @@ class Nodes:
     # -- generate ------------------------------------------------------------------------
     def _request(self, state: AgentState, answer: str = "") -> AnswerRequest:
         dense_scores = {h["id"]: h["score"] for h in state.get("dense_hits") or []}
+        zone = datetime.fromisoformat(_turn_time(state)).tzinfo
         return AnswerRequest(
             question=state["question"],
             query=state.get("query") or state["question"],
@@ -617,7 +617,7 @@ class Nodes:
             memory_terms=state.get("memory_terms") or "",
             known_aliases=tuple(m["alias"] for m in state.get("memories") or [] if m.get("alias")),
             earlier=tuple(
-                (_local(m.get("at") or "", state), m["text"])
+                (_local(m.get("at") or "", zone), m["text"])
                 for m in state.get("memories") or []
                 if m.get("kind") == CONVERSATION
             ),
