@@ -73,9 +73,7 @@ def _user(argument: str | None, flag: str | None) -> str:
             else "missing the user: give USER or --user"
         )
     value, what = (argument, "USER") if argument is not None else (flag or "", "--user")
-    if not value.strip():  # refused before a command asks to erase "everything of ''"
-        raise ConfigError(f"{what} must not be empty")
-    return check_id(value, what)
+    return check_name(value, what)  # before a command asks to erase "everything of ''"
 
 
 StoreOpt = Annotated[
