@@ -155,6 +155,23 @@ def test_a_preference_applies_to_every_later_turn_of_its_user_only(
     assert {m["kind"] for m in rag.list_memories("bob")} == {"conversation"}  # what bob said
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_erasing_a_conversation_erases_the_preference_stated_in_it(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    rag = build(backend)
+    rag.invoke("I prefer answers in German.", cfg("alice", "said-german"))
+    rag.invoke("Keep answers short.", cfg("alice", "said-short"))
+    listed = {m["key"]: m for m in rag.list_memories("alice") if m["kind"] == "preference"}
+    assert listed["language"]["thread_id"] == "said-german" and listed["language"]["at"]
+    assert rag.forget("alice", thread_id="said-german") >= 2  # the exchange and the preference
+    rag.invoke("What is hybrid search?", cfg("alice", "later"))
+    prompt = hosted.prompt("What is hybrid search?")
+    assert "German" not in prompt and "- Keep answers short." in prompt
+    kept = [m["key"] for m in rag.list_memories("alice") if m["kind"] == "preference"]
+    assert kept == ["length"]
+
+
 @pytest.mark.parametrize("backend", ["store", "mem0_async"])
 def test_preferences_under_ainvoke_and_forget(
     build: Callable[..., Any], hosted: HostedModel, backend: str

@@ -210,6 +210,11 @@ def _who_and_when(config: RunnableConfig) -> tuple[str, str]:
     return user_id_from_config(config), _asked_at(config)
 
 
+def _thread_of(config: RunnableConfig | None) -> str:
+    """The conversation a turn belongs to ("" when the caller named none)."""
+    return str(((config or {}).get("configurable") or {}).get("thread_id") or "")
+
+
 def _turn_time(state: AgentState) -> str:
     return state.get("asked_at") or iso(datetime.now(timezone.utc))
 
@@ -367,13 +372,13 @@ class Nodes:
 
     def _title(self, question: str, config: RunnableConfig) -> str:
         """A new thread's title: one short model call when the turn belongs to a thread."""
-        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        thread_id = _thread_of(config)
         if self.components.titler is None or not thread_id:
             return question_title(question)
         return self.components.titler.title(question, config)
 
     async def _atitle(self, question: str, config: RunnableConfig) -> str:
-        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        thread_id = _thread_of(config)
         if self.components.titler is None or not thread_id:
             return question_title(question)
         return await self.components.titler.atitle(question, config)
@@ -453,7 +458,7 @@ class Nodes:
         if (reader := self.components.reader) is None:
             return None
         start, now = time.perf_counter(), datetime.fromisoformat(_turn_time(state))
-        thread_id = str(((config or {}).get("configurable") or {}).get("thread_id") or "")
+        thread_id = _thread_of(config)
         # the turns the answer prompt will show (the history its token budget keeps): one
         # the budget trims from a long thread is recalled like any other past exchange
         shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
@@ -888,7 +893,9 @@ class Nodes:
             )
         return update
 
-    def _write_plan(self, state: AgentState) -> tuple[WriteMemoryEvent, MemoryRecord | None]:
+    def _write_plan(
+        self, state: AgentState, config: RunnableConfig
+    ) -> tuple[WriteMemoryEvent, MemoryRecord | None]:
         fact = state.get("memory_fact") or ""
         grade = state.get("grade") or {}
         if self.components.memory is None:
@@ -907,7 +914,7 @@ class Nodes:
                 "memory_confidence": grade.get("memory_confidence", 0.0),
                 "threshold": self.settings.memory_storage_threshold,
             }, None
-        record = self._record(state, fact, grade)
+        record = self._record(state, fact, grade, config)
         recalled = {
             (m.get("kind", "search_fact"), m.get("text", "").strip().lower())
             for m in state.get("memories") or []
@@ -923,9 +930,12 @@ class Nodes:
             "fact": fact,
         }, record
 
-    def _record(self, state: AgentState, fact: str, grade: dict[str, Any]) -> MemoryRecord:
+    def _record(
+        self, state: AgentState, fact: str, grade: dict[str, Any], config: RunnableConfig
+    ) -> MemoryRecord:
         """The memory to write, keyed so that a newer one on the same alias or subject
-        replaces the older (see ``memory._keys``)."""
+        replaces the older (see ``memory._keys``). It carries its conversation and time,
+        so that erasing that conversation erases what was learned in it."""
         kind = kind_of(grade.get("memory_kind"))
         given = _one_line(str(grade.get("memory_key") or ""))[:80]
         if kind == PREFERENCE:
@@ -939,7 +949,11 @@ class Nodes:
             question=state["question"],
             answer=state.get("answer", ""),
             user_id=state["user_id"],
-            metadata={"collection": self.components.collection},
+            metadata={
+                "collection": self.components.collection,
+                "thread_id": _thread_of(config),
+                "at": _turn_time(state),
+            },
             kind=kind,
             key=key,
             alias=alias if key else "",
@@ -950,7 +964,7 @@ class Nodes:
     ) -> tuple[WriteMemoryEvent, list[_Write]]:
         """The turn's trace event and its background writes: a search fact or preference
         the grade chose, the exchange, and (with an extractor) the facts the user stated."""
-        event, record = self._write_plan(state)
+        event, record = self._write_plan(state, config)
         writes: list[_Write] = []
         memory = self.components.memory
         if record is not None and memory is not None:
@@ -992,7 +1006,7 @@ class Nodes:
             return {"skipped": "no_answer"}, []
         where: dict[str, Any] = {
             "user_id": user,
-            "thread_id": str(((config or {}).get("configurable") or {}).get("thread_id") or ""),
+            "thread_id": _thread_of(config),
             "title": state.get("title") or "",
             "at": _turn_time(state),
         }
