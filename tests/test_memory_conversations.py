@@ -1742,6 +1742,17 @@ PASTED = [
     ("I changed the password for prod to hunter2", "hunter2"),
     ("my pw is hunter2", "hunter2"),
     ("my ssh passphrase is correct horse", "correct"),
+    # config and command shapes a hostile pass found kept
+    ('<entry key="db.password">Zk9!pqr</entry>', "Zk9!pqr"),
+    ("machine api.example.com login bob password Zk9pqrW1", "Zk9pqrW1"),
+    ("machine imap login bob\npassword bobwillknow", "bobwillknow"),
+    ("my login is bob and my password Zk9pqrW1", "Zk9pqrW1"),
+    ("my PIN is 4821", "4821"),
+    ("the door code is 2291", "2291"),
+    ("secret_key_base: 3b8f2e1c9a7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f", "3b8f2e1c9a7d6e5f"),
+    ("db_password: hunter2\nport: 5432", "hunter2"),
+    ("htpasswd -b /etc/nginx/.htpasswd alice Zk9pqrW1", "Zk9pqrW1"),
+    ("openssl enc -aes256 -k Zk9pqrW1 -in a", "Zk9pqrW1"),
 ]
 
 
@@ -1797,6 +1808,22 @@ ORDINARY = [
     "I typed mysql -p. It asked for the password.",
     "docker run -p 8080:80 nginx",
     '{"password": null}',
+    # near the new shapes, and not one
+    "Pass --libdir=/usr/lib to ./configure",
+    "Passed: tools/launcher/ArgsFileTest.java",
+    "gnutls_session_ext_master_secret_status: Added",
+    "gnutls_cipher_add_auth: ADDED",
+    "password_min_length: 12",
+    "token_count: 150000",
+    "auth_method: oauth",
+    "db_password_file: /run/secrets/db",
+    "the password hash is sha256",
+    "we were given search token $token and value $value",
+    "the username and password separated\\nby a colon",
+    "my PIN is required",
+    "the login and passwd\n.wgetrc commands",
+    "git-credential-osxkeychain: git-credential-osxkeychain.o",
+    "PWDPROMPT=prompt",
 ]
 
 
@@ -1809,7 +1836,17 @@ def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
 
 @pytest.mark.parametrize(
     "adversarial",
-    ["<password " * 5000, "curl -u " * 6000, '{"password": ' * 4000, "mysql -a " * 6000],
+    [
+        "<password " * 5000,
+        "curl -u " * 6000,
+        '{"password": ' * 4000,
+        "mysql -a " * 6000,
+        '<entry key="password" ' * 5000,
+        "login a password " * 6000,
+        "a_password_b: " * 6000,
+        "htpasswd -b " * 6000,
+        "openssl -k " * 6000,
+    ],
 )
 def test_masking_secrets_stays_fast_on_adversarial_text(adversarial: str) -> None:
     from time import perf_counter
@@ -1836,6 +1873,17 @@ def test_metadata_fields_named_like_a_short_secret_are_masked() -> None:
         "pwd_changed_at": "2026-01-05",
     }
     assert mask_metadata(ordinary) == (ordinary, 0)
+    # a count, a flag or an auth scheme's name is about a secret, not one
+    about = {
+        "usage": {"total_tokens": 1532, "prompt_tokens": 10},
+        "auth": "oauth2",
+        "token_type": "bearer",
+        "password_set": True,
+    }
+    assert mask_metadata(about) == (about, 0)
+    # ... but a password field's value is masked whatever word it is, and so is a key's
+    secret = {"password": "password", "token": "bearer", "max_tokens_key": "k3y-Zq81"}
+    assert mask_metadata(secret) == (dict.fromkeys(secret, MASK), 3)
 
 
 @pytest.mark.parametrize("kind", ["store", "mem0"])

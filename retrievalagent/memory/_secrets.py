@@ -14,9 +14,13 @@ key (JSON, a Python dict, PHP's ``=>``; unquoted too: ``{"password": 12345678}``
 element named like one (``<db:password>``) or a ``key``/``name`` attribute naming one before
 a ``value`` attribute, a URL with only a password (``redis://:pw@host``), a password flag
 (``--password``, mysql's glued ``-p``, ``sshpass -p``, ``curl -u user:pass``, ``redis-cli
--a``, ``docker login -p``, ``mongo -p``, ``smbclient -U user%pass``), "the password for the
-prod db is (now) ...", "... = ...", "I changed the password for prod to ...", and the words
-after "my ssh passphrase is". A sentence about the password is left alone ("is rotated every
+-a``, ``docker login -p``, ``mongo -p``, ``smbclient -U user%pass``, ``htpasswd -b``,
+``openssl -k``), an element whose ``key`` attribute names one (``<entry key="db.password">``),
+a config line whose key has a secret's word in it (``secret_key_base: ...``), .netrc's
+``login bob password ...``, a password-shaped word right after "password" ("my password
+Zk9pqrW1"), the digits of a PIN or door code, "the password for the prod db is (now) ...",
+"... = ...", "I changed the password for prod to ...", and the words after "my ssh
+passphrase is". A sentence about the password is left alone ("is rotated every
 month", "is kept in a vault"), and so is the shell's working directory (``PWD=/home/ana``).
 A value found once is masked wherever its conversation repeats it
 (``recurring_secrets``, ``mask_known``): replies quote what the user pasted. Ordinary
@@ -111,6 +115,64 @@ _ATTRIBUTE_SECRET = re.compile(
     \s+value\s*=\s*(?P<q>["'])(?P<value>(?:(?!(?P=q))[^\n])+)(?=(?P=q))""",
     re.VERBOSE,
 )
+# <entry key="db.password">...</entry> (Java's properties XML), <setting name="apiKey">...:
+# an element whose key or name attribute names a secret holds it as its text
+_KEYED_ELEMENT = re.compile(
+    rf"""<(?P<tag>[A-Za-z_][\w:.\-]*)\s(?:[^<>]*?\s)?(?:key|name)\s*=\s*(?P<kq>["']){_SECRET_NAME}(?P=kq)
+    [^<>]*(?<!/)>\s*(?P<value>[^<\s](?:[^<\n]*[^<\s])?)(?=\s*</(?P=tag)\s*>)""",
+    re.VERBOSE,
+)
+# .netrc's "machine host login bob password X", and "login bob password X" said so
+_NETRC = re.compile(
+    r"""\blogin[ \t]+\S+\s+(?:password|passwd)[ \t]+(?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']+)""",
+    re.IGNORECASE,
+)
+# "my password Zk9pqrW1", "token abc123XYZ": no ":" or "is" between, so only a value that
+# cannot be a word of the sentence (letters and digits mixed, see ``_password_shaped``)
+_LABEL_THEN_VALUE = re.compile(
+    r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|passwort|kennwort)
+    [ \t]+(?P<value>[^\s"',;()\[\]{}<>$%@&`][^\s"',;()\[\]{}<>]{5,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "my PIN is 4821", "PIN: 4821", "the door code is 2291#": digits after a PIN's name
+_PIN = re.compile(
+    r"""\b(?:(?i:pin|pin\s+code|pin\s+number|passcode|pass\s+code|security\s+code|door\s+code
+      |alarm\s+code|cvv|cvc)\s*(?:[:=#]|\b(?i:is|was)\b)|PIN)\s*(?P<value>\d{3,12})\b""",
+    re.VERBOSE,
+)
+# a config line whose key names a secret by one of its words: "secret_key_base: ...",
+# "db-password-prod = ..." (YAML, INI, .env in lower case); judged by ``_config_secret``
+_CONFIG_LINE = re.compile(
+    r"""^[ \t]*(?:-[ \t]+)?(?P<key>[A-Za-z][\w.\-]*)[ \t]*[:=][ \t]*
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s#"',;(){}\[\]<>$%@&][^\s#"',;(){}\[\]<>]*)
+    (?=[.,;]?(?:\s|$))""",
+    re.VERBOSE | re.MULTILINE,
+)
+# the words of a config key that name a secret, and of those the ones that say the value is
+# one whatever it looks like when they end the key
+_SECRET_WORDS = frozenset(
+    [
+        "password",
+        "passwd",
+        "pwd",
+        "pw",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "credential",
+        "credentials",
+        "auth",
+    ]
+)
+_KEY_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+# the last word of a config key that holds something about the secret, not the secret
+_ABOUT_THE_SECRET = re.compile(
+    r"""(?i:[_.\-](?:count|counts|length|len|min|max|size|limit|type|kind|method|scheme|ttl
+      |expiry|expires|expiration|lifetime|timeout|seconds|file|path|dir|url|uri|endpoint|hint
+      |policy|enabled|required|name|user|username|header|env|id|version|format|algorithm))$""",
+    re.VERBOSE,
+)
 # "the password for the prod db is hunter2" (or "...db: hunter2"): a few words, the first a
 # preposition, between the label and "is" (more, or other words, and it is a sentence about
 # the password: "the password manager we use is ..."). Judged as prose even after ":" ("my
@@ -183,6 +245,18 @@ _COMMAND_PASSWORDS = [
         ("sqlcmd|bcp", "-P"),
     )
 ]
+# htpasswd -b(c) FILE USER PASSWORD: -b takes the password from the command line
+_HTPASSWD = re.compile(
+    r"""\bhtpasswd(?=(?:\s+-\w+)*?\s+-\w*b)(?:\s+-\w+)+\s+[^\s\-]\S*\s+[^\s\-]\S*\s+
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']+)""",
+    re.VERBOSE,
+)
+# openssl ... -k X, -pass pass:X, -passin pass:X, -passout pass:X
+_OPENSSL = re.compile(
+    rf"""\bopenssl\b{_IN_COMMAND.format("openssl")}\s(?:-k\s+|-pass(?:in|out)?\s+pass:)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']+)""",
+    re.VERBOSE,
+)
 # after "password:" a pass phrase may have spaces: the rest of the clause goes
 # (a clause ends at ";" or at ".", "!" or "?" before a space or the end: inside a word they
 # belong to the password, as in "Sun.Flower!42")
@@ -220,6 +294,7 @@ _RANDOM = re.compile(r"(?<![A-Za-z0-9_\-+/=])[A-Za-z0-9_\-+/=]{32,}(?![A-Za-z0-9
 _FUNCTION_WORDS = frozenset(
     [
         "a",
+        "all",
         "also",
         "an",
         "and",
@@ -518,6 +593,43 @@ def _kept_as_prose(m: re.Match[str]) -> bool:
     )
 
 
+def _password_shaped(value: str) -> bool:
+    """A value said with no ":" or "is" before it that can only be a password or a key:
+    letters and digits (or symbols) mixed, and not a version or a file name ("sha256",
+    "v2.4.1", "backup.tar")."""
+    value = value.strip("\"'")
+    if value[:1] in "\"'":
+        return True
+    letters = sum(c.isalpha() for c in value)
+    digits = sum(c.isdigit() for c in value)
+    symbols = sum(not c.isalnum() and c not in "-_./:\\" for c in value)
+    if not letters or re.fullmatch(r"[vV]?\d+(?:[._\-]\w+)*|[\w\-]+\.[a-z]{1,4}", value):
+        return False
+    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    return symbols > 0 or (digits > 0 and (mixed_case or len(value) >= 8))
+
+
+def _config_secret(m: re.Match[str]) -> bool:
+    """Whether a config line's value is a secret by its key (``_CONFIG_LINE``): a key with
+    a secret's word in it, ending with one ("db_password", "apiToken") or followed by a
+    value shaped like a password ("secret_key_base: 3b8f..."); not a key about the secret
+    ("password_min_length"), a flag, a path or a small number."""
+    key, value = m.group("key"), m.group("value").strip("\"'")
+    words = [w.lower() for w in _KEY_WORD.findall(key)]
+    if not words or not _SECRET_WORDS.intersection(words) or _ABOUT_THE_SECRET.search(key):
+        return False
+    if _TIME_FIELD.search(key):
+        return False
+    lowered = value.lower()
+    if lowered in ("null", "nil", "true", "false", "~", "yes", "no") or lowered in _NOT_A_VALUE:
+        return False
+    if value.startswith(("/", "~", "[secret")) or re.fullmatch(r"\d{1,5}", value):
+        return False  # a path, or a port or a count
+    quoted = m.group("value")[:1] in "\"'"
+    named = words[-1] in _SECRET_WORDS and words[-1] not in ("auth", "credential", "credentials")
+    return named or quoted or _password_shaped(value)
+
+
 def _random_looking(token: str) -> bool:
     mixed = any(c.islower() for c in token) and any(c.isupper() for c in token)
     if len(token) == 40 and any(c.isdigit() or c in "/+" for c in token):
@@ -553,11 +665,17 @@ def mask_secrets(
     text = _KNOWN_FORMATS.sub(masked, text)
     text = _URL_PASSWORD.sub(masked_value, text)
     text = _ENV_SECRET.sub(masked_value, text)
+    text = _CONFIG_LINE.sub(lambda m: masked_value(m) if _config_secret(m) else m.group(0), text)
     for pattern in (
         _QUOTED_SECRET,
         _BARE_SECRET,
         _TAGGED_SECRET,
         _ATTRIBUTE_SECRET,
+        _KEYED_ELEMENT,
+        _NETRC,
+        _PIN,
+        _HTPASSWD,
+        _OPENSSL,
         _MYSQL_PASSWORD,
         _SSHPASS,
         _CURL_USER,
@@ -572,6 +690,9 @@ def mask_secrets(
     text = _LABELLED.sub(masked_value, text)
     text = _LABELLED_LATER.sub(masked_value, text)
     text = _CHANGED_TO.sub(masked_value, text)
+    text = _LABEL_THEN_VALUE.sub(
+        lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
+    )
     if not random_looking:
         return text, count
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
@@ -624,14 +745,55 @@ def _secret_field(key: str) -> bool:
     return bool(_SECRET_FIELD.search(key) or _SHORT_SECRET_FIELD.search(key))
 
 
+# what a field named like a secret holds when it is about one: a count ("total_tokens":
+# 1532, a model's usage), a yes/no, or under an "auth" name the name of a scheme
+# ("auth": "oauth2"; a password field's "password" is a password)
+_SCHEMES = frozenset(
+    [
+        "basic",
+        "bearer",
+        "digest",
+        "oauth",
+        "oauth1",
+        "oauth2",
+        "jwt",
+        "none",
+        "ntlm",
+        "kerberos",
+        "negotiate",
+        "hmac",
+        "apikey",
+        "api_key",
+        "sso",
+        "saml",
+        "oidc",
+        "mtls",
+    ]
+)
+
+
+def _about_a_secret(key: str, item: Any) -> bool:
+    if isinstance(item, bool) or _ABOUT_THE_SECRET.search(key):
+        return True
+    if isinstance(item, int | float) and re.search(r"(?i:tokens)$|[a-z]Tokens$", key):
+        return True
+    named_auth = re.search(r"(?i:auth)", key) is not None
+    return named_auth and isinstance(item, str) and item.strip().lower() in _SCHEMES
+
+
 def mask_metadata(value: Any) -> tuple[Any, int]:
     """A message's metadata with its secrets masked, and how many were: the whole value of
-    a field named like a secret, and secrets of known shapes inside other text (not long
+    a field named like a secret (not a count, a flag or a scheme's name there: see
+    ``_about_a_secret``), and secrets of known shapes inside other text (not long
     random-looking strings: message ids look like that)."""
     if isinstance(value, Mapping):
         out, count = {}, 0
         for key, item in value.items():
-            if _secret_field(str(key)) and item not in (None, "", [], {}):
+            if (
+                _secret_field(str(key))
+                and item not in (None, "", [], {})
+                and not _about_a_secret(str(key), item)
+            ):
                 out[key], count = MASK, count + 1
             else:
                 out[key], found = mask_metadata(item)
