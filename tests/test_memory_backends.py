@@ -35,8 +35,19 @@ def test_user_id_resolution() -> None:
     assert user_id_from_config({"configurable": {"user_id": "alice"}}) == "alice"
     auth = {"configurable": {"langgraph_auth_user": {"identity": "bob"}}}
     assert user_id_from_config(auth) == "bob"
+    # behind LangGraph Server's auth, a client naming another user gets its own memory
     both = {"configurable": {"user_id": "alice", "langgraph_auth_user": {"identity": "bob"}}}
-    assert user_id_from_config(both) == "alice"
+    assert user_id_from_config(both) == "bob"
+    # no auth handler: the server leaves the user empty, and the client's id is used
+    none = {"configurable": {"user_id": "alice", "langgraph_auth_user": None}}
+    assert user_id_from_config(none) == "alice"
+    anonymous = {"identity": "", "is_authenticated": False}
+    assert (
+        user_id_from_config(
+            {"configurable": {"user_id": "alice", "langgraph_auth_user": anonymous}}
+        )
+        == "alice"
+    )
     assert user_id_from_config({"configurable": {"user_id": "  "}}) == "default"
     assert user_id_from_config(None) == "default"
 

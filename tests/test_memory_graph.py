@@ -393,6 +393,10 @@ def test_auth_identity_is_the_user(docs_agent: Callable[..., Any]) -> None:
     config = {"configurable": {"langgraph_auth_user": {"identity": "carol"}}}
     assert FACT in rag.invoke(QUESTION, config=config).memory_context
     assert rag.invoke(QUESTION).memory_context == ""  # "default" has nothing
+    # authenticated as someone else, naming carol reaches none of her memory
+    mallory = {"user_id": "carol", "langgraph_auth_user": {"identity": "mallory"}}
+    assert FACT not in rag.invoke(QUESTION, config={"configurable": mallory}).memory_context
+    assert rag.list_memories("mallory")  # the turn was mallory's
 
 
 # -- keys a model writes ---------------------------------------------------------------------

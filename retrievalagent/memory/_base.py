@@ -434,24 +434,28 @@ class PlannedBackend(ABC):
 
 
 def user_id_from_config(config: Mapping[str, Any] | None) -> str:
-    """``configurable.user_id``, else the LangGraph Server auth identity, else ``"default"``.
+    """The LangGraph Server auth identity, else ``configurable.user_id``, else ``"default"``.
 
+    Behind LangGraph Server with authentication, the authenticated user is the only one
+    whose memory a run may touch: a client cannot name another in ``user_id`` (the server
+    sets ``langgraph_auth_user`` itself, and leaves it empty without an auth handler).
     The one place a user id is read: it is checked here (a string of at most 256
     characters without control characters or surrounding whitespace, else ``ConfigError``)
     and used exactly as given; a blank one means "not given". Backends make it safe for
     their storage (``StoreBackend.namespace``).
     """
     configurable = (config or {}).get("configurable") or {}
-    user = configurable.get("user_id")
-    if user is not None and (uid := check_id(user, "user_id")).strip():
-        return uid
     auth = configurable.get("langgraph_auth_user")
     identity = None
     if isinstance(auth, Mapping):
-        identity = auth.get("identity")
-    elif auth is not None:
+        if auth.get("is_authenticated", True) is not False:
+            identity = auth.get("identity")
+    elif auth is not None and getattr(auth, "is_authenticated", True) is not False:
         identity = getattr(auth, "identity", None)
     if identity is not None and (uid := check_id(identity, "langgraph_auth_user.identity")).strip():
+        return uid
+    user = configurable.get("user_id")
+    if user is not None and (uid := check_id(user, "user_id")).strip():
         return uid
     return DEFAULT_USER
 
