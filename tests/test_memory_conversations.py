@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -1753,6 +1754,15 @@ PASTED = [
     ("db_password: hunter2\nport: 5432", "hunter2"),
     ("htpasswd -b /etc/nginx/.htpasswd alice Zk9pqrW1", "Zk9pqrW1"),
     ("openssl enc -aes256 -k Zk9pqrW1 -in a", "Zk9pqrW1"),
+    ("my password is: Zk9pqrW1xy", "Zk9pqrW1xy"),
+    ("password is: hunter2 two", "hunter2 two"),
+    ("the token was: abc123XYZ", "abc123XYZ"),
+    ("my password is “Zk9 pqr W1”", "pqr W1"),
+    ("my password is ‘hunter two’ ok", "hunter two"),
+    ("password：Zk9pqr", "Zk9pqr"),
+    ("username bob password hunter2", "hunter2"),
+    ("the credentials are bob:Zk9pq", "Zk9pq"),
+    ("wifi key: BlueCat42", "BlueCat42"),
 ]
 
 

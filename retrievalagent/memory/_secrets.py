@@ -37,6 +37,9 @@ from typing import Any
 __all__ = ["MASK", "mask_known", "mask_metadata", "mask_secrets", "recurring_secrets"]
 
 MASK = "[secret removed]"
+#: What a quoted value may open with: straight quotes, and the curly ones a phone or a word
+#: processor types.
+_QUOTES = "\"'“‘"
 
 _KNOWN_FORMATS = re.compile(
     r"""
@@ -63,9 +66,10 @@ _LABELLED = re.compile(
     rf"""
     (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|secret(?:[ _-]?(?:access[ _-]?)?key)?
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|bearer|client[ _-]?secret|credentials?
+      |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key
       |passwort|kennwort|mot\ de\ passe|contrase[ñn]a|senha|wachtwoord|has[łl]o|пароль)\b)
-    (?P<sep>\s*(?:[:=]|{_IS_NOW}|\bist\b|\best\b|\bes\b)\s*)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{{3,}})
+    (?P<sep>\s*(?:[:=：]|{_IS_NOW}(?:\s*[:：])?|\bist\b|\best\b|\bes\b)\s*)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"',;]{{3,}})
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -124,7 +128,19 @@ _KEYED_ELEMENT = re.compile(
 )
 # .netrc's "machine host login bob password X", and "login bob password X" said so
 _NETRC = re.compile(
-    r"""\blogin[ \t]+\S+\s+(?:password|passwd)[ \t]+(?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']+)""",
+    r"""\blogin[ \t]+\S+\s+(?:password|passwd)[ \t]+(?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"']+)""",
+    re.IGNORECASE,
+)
+# "username bob password hunter2": a value with a digit or a symbol in it (a word there may
+# be the sentence's: "the user admin password policy")
+_USER_PASSWORD = re.compile(
+    r"""\buser(?:name)?[ \t]+\S+[ \t]+(?:password|passwd|pw)[ \t]+
+    (?P<value>[^\s"'.,;]*[\d!@#$%^&*+=?~][^\s"']*?)(?=[.,;]?(?:\s|$))""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
+_CREDENTIALS = re.compile(
+    r"""\bcredentials?\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)\s*[^\s:"']+:(?P<value>[^\s"']+)""",
     re.IGNORECASE,
 )
 # "my password Zk9pqrW1", "token abc123XYZ": no ":" or "is" between, so only a value that
@@ -144,7 +160,7 @@ _PIN = re.compile(
 # "db-password-prod = ..." (YAML, INI, .env in lower case); judged by ``_config_secret``
 _CONFIG_LINE = re.compile(
     r"""^[ \t]*(?:-[ \t]+)?(?P<key>[A-Za-z][\w.\-]*)[ \t]*[:=][ \t]*
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s#"',;(){}\[\]<>$%@&][^\s#"',;(){}\[\]<>]*)
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s#"',;(){}\[\]<>$%@&][^\s#"',;(){}\[\]<>]*)
     (?=[.,;]?(?:\s|$))""",
     re.VERBOSE | re.MULTILINE,
 )
@@ -183,7 +199,7 @@ _LABELLED_LATER = re.compile(
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|client[ _-]?secret)\b)
     (?P<sep>\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)
     (?:\s*[:=]\s*|\s+{_IS_NOW}\s+)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{{3,}})
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"',;]{{3,}})
     """,
     re.VERBOSE | re.IGNORECASE,
 )
@@ -191,7 +207,7 @@ _LABELLED_LATER = re.compile(
 # flag: "--password -h db"; "use --password to pass it" is judged as prose)
 _FLAG_PASSWORD = re.compile(
     r"""(?<![\w-])--(?!no-)(?:[a-z0-9]+-)?(?P<label>password|passwd)(?P<sep>=|\s+)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|(?<==)[^\s"',;]+|[^\s"',;\-][^\s"',;]*)""",
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|(?<==)[^\s"',;]+|[^\s"',;\-][^\s"',;]*)""",
     re.VERBOSE | re.IGNORECASE,
 )
 # mysql -u root -pHunter2 app: mysql's -p takes its value glued (a lone "-p" prompts); only
@@ -199,13 +215,13 @@ _FLAG_PASSWORD = re.compile(
 _MYSQL = r"(?:mysql(?:dump|admin|import|check|show|pump|sh)?|mariadb(?:-[a-z]+)?)\b"
 _MYSQL_PASSWORD = re.compile(
     rf"""\b{_MYSQL}(?:\s+-\S+(?:\s+(?!{_MYSQL})[^\s\-]\S*)?)*?\s+-p(?![.,;:!?)]*(?:\s|$))
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']\S*)""",
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"']\S*)""",
     re.VERBOSE,
 )
 # sshpass -p 'X' ssh host
 _SSHPASS = re.compile(
     r"""\bsshpass(?:\s+-[^\sp]\S*(?:\s+[^\s\-]\S*)?)*?\s+-p(?P<sep>\s*)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"'\-]\S*)""",
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"'\-]\S*)""",
     re.VERBOSE,
 )
 # curl -u admin:Hunter2 https://...: the part after the colon (only in a curl command, within
@@ -227,7 +243,7 @@ _SMB_USER = re.compile(
 # a value that is not punctuation ending the sentence ("mongo -p. It asks") and leaves a
 # full stop or comma after it
 _OPTION_VALUE = (
-    r"""(?P<value>"[^"\n]+"|'[^'\n]+'|(?![.,;:!?)]*(?:\s|$))[^\s"'\-]\S*?(?=[.,]?(?:\s|$)))"""
+    r"""(?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|(?![.,;:!?)]*(?:\s|$))[^\s"'\-]\S*?(?=[.,]?(?:\s|$)))"""
 )
 # the option that takes a password, separated by spaces, in the commands that have one:
 # redis-cli -a X, docker login -p X, mongo/mongosh -p X, ldapsearch -w X, sqlcmd -P X
@@ -248,13 +264,13 @@ _COMMAND_PASSWORDS = [
 # htpasswd -b(c) FILE USER PASSWORD: -b takes the password from the command line
 _HTPASSWD = re.compile(
     r"""\bhtpasswd(?=(?:\s+-\w+)*?\s+-\w*b)(?:\s+-\w+)+\s+[^\s\-]\S*\s+[^\s\-]\S*\s+
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']+)""",
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"']+)""",
     re.VERBOSE,
 )
 # openssl ... -k X, -pass pass:X, -passin pass:X, -passout pass:X
 _OPENSSL = re.compile(
     rf"""\bopenssl\b{_IN_COMMAND.format("openssl")}\s(?:-k\s+|-pass(?:in|out)?\s+pass:)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"']+)""",
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"']+)""",
     re.VERBOSE,
 )
 # after "password:" a pass phrase may have spaces: the rest of the clause goes
@@ -262,7 +278,7 @@ _OPENSSL = re.compile(
 # belong to the password, as in "Sun.Flower!42")
 _PASS_PHRASE = re.compile(
     r"""(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|passwort|kennwort|mot\ de\ passe|contrase[ñn]a
-      |senha|wachtwoord|has[łl]o|пароль)\s*[:=]\s*
+      |senha|wachtwoord|has[łl]o|пароль)(?:\s+(?:is|was))?\s*[:=：]\s*
       (?P<value>[^\s"'\[;](?:[^.!?;\n]|[.!?](?=[^\s.!?;]))*)""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -281,7 +297,7 @@ _CHANGED_TO = re.compile(
     (?:(?:the|my|our|your|his|her|their|its|this|that)\s+)?(?:[\w\-]+\s+)?
     (?P<label>pass(?:word|wd|phrase)|pwd|pw)\b
     (?P<sep>(?:\s+(?:for|on|of|at|in)(?:\s+[^\s.,;:!?="'()\[\]{}<>]+){1,3}?)?\s+to\s+)
-    (?P<value>"[^"\n]+"|'[^'\n]+'|[^\s"',;]{3,})""",
+    (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"',;]{3,})""",
     re.VERBOSE | re.IGNORECASE,
 )
 # 32+ characters of letters and digits (and - _ + / =) with upper case, lower case and digits
@@ -528,7 +544,7 @@ def _labelled_secret(label: str, sep: str, value: str) -> bool:
     """Whether ``value`` after ``label`` is a secret: anything after ':' or '=' or in
     quotes, but after "is"/"was" only a word that is not ordinary prose ("the token is
     expired")."""
-    if ":" in sep or "=" in sep or value[:1] in "\"'":
+    if ":" in sep or "=" in sep or value[:1] in _QUOTES:
         return True
     if value.lower().strip(".!?") in _NOT_A_VALUE:
         return False
@@ -575,7 +591,7 @@ def _kept_as_prose(m: re.Match[str]) -> bool:
     connector = m.string[
         m.end("label") if groups.get("label") else m.start("value") : m.start("value")
     ]
-    if value[:1] in "\"'" or ":" in connector or "=" in connector:
+    if value[:1] in _QUOTES or ":" in connector or "=" in connector:
         return False
     word = value.rstrip(".!?")
     plain = word.isalpha() and word.islower()
@@ -597,8 +613,7 @@ def _password_shaped(value: str) -> bool:
     """A value said with no ":" or "is" before it that can only be a password or a key:
     letters and digits (or symbols) mixed, and not a version or a file name ("sha256",
     "v2.4.1", "backup.tar")."""
-    value = value.strip("\"'")
-    if value[:1] in "\"'":
+    if value[:1] in _QUOTES:
         return True
     letters = sum(c.isalpha() for c in value)
     digits = sum(c.isdigit() for c in value)
@@ -625,7 +640,7 @@ def _config_secret(m: re.Match[str]) -> bool:
         return False
     if value.startswith(("/", "~", "[secret")) or re.fullmatch(r"\d{1,5}", value):
         return False  # a path, or a port or a count
-    quoted = m.group("value")[:1] in "\"'"
+    quoted = m.group("value")[:1] in _QUOTES
     named = words[-1] in _SECRET_WORDS and words[-1] not in ("auth", "credential", "credentials")
     return named or quoted or _password_shaped(value)
 
@@ -673,6 +688,8 @@ def mask_secrets(
         _ATTRIBUTE_SECRET,
         _KEYED_ELEMENT,
         _NETRC,
+        _USER_PASSWORD,
+        _CREDENTIALS,
         _PIN,
         _HTPASSWD,
         _OPENSSL,
@@ -704,7 +721,7 @@ def recurring_secrets(found: Iterable[str]) -> list[str]:
     same conversation repeats them (a reply quoting the password back, the key pasted again
     later), longest first. Only values that cannot be an ordinary word: "password: reset"
     masks "reset" there, not every "reset" of the conversation."""
-    values = {value.strip("\"'").strip() for value in found}
+    values = {value.strip("\"'“”‘’").strip() for value in found}
     kept = [
         value
         for value in values
