@@ -1834,6 +1834,8 @@ ORDINARY = [
     "the login and passwd\n.wgetrc commands",
     "git-credential-osxkeychain: git-credential-osxkeychain.o",
     "PWDPROMPT=prompt",
+    "user admin password policy",
+    "credentials are stored in vault:secret/db",
 ]
 
 
@@ -2079,3 +2081,39 @@ def test_a_fact_about_the_user_keeps_no_secret_from_its_message(build: Callable[
     assert found["sources"][0]["msg"] == 7
     everything = json.dumps(rag.list_memories("f"))
     assert key not in everything and "hunter22" not in everything
+
+
+class _WritesFail(InMemoryStore):
+    """A store that refuses every write, quoting what it was given (as a driver's error
+    may quote the row it could not store)."""
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        puts = [op for op in ops if isinstance(op, PutOp) and op.value is not None]
+        if puts:
+            raise ConnectionError(f"could not store {puts[0].value!r}")
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> Any:
+        return self.batch(ops)
+
+
+def test_a_failed_memory_write_logs_no_pasted_secret(caplog: pytest.LogCaptureFixture) -> None:
+    """The answer still comes; the warning says the write failed, and neither what it was
+    about nor the store's error carries the key the user pasted."""
+    from retrievalagent import init_agent
+
+    key = "sk-proj-AbCdEfGhIjKlMnOpQrStUv123456"
+    rag = init_agent("hostile-log", backend_url=":memory:", memory_store=_WritesFail())
+    rag.add_documents(["Backups: pg_basebackup takes a base backup of a cluster."])
+    with caplog.at_level(logging.WARNING, logger="retrievalagent"):
+        state = rag.invoke(
+            f"My API key is {key}. How do backups work?", {"configurable": {"user_id": "u"}}
+        )
+        report = rag.drain_background(10)
+    assert state.answer and report["failed"] >= 1
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "memory write failed" in logged
+    assert key not in logged and "sk-proj-AbCd" not in logged
+    assert key not in repr(report)
+    rag.close()

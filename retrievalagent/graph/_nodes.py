@@ -970,7 +970,7 @@ class Nodes:
         if record is not None and memory is not None:
             writes.append(
                 _Write(
-                    f"{memory.name}: {record.fact[:60]}",
+                    f"{memory.name}: {record.fact}",
                     lambda: memory.add(record),
                     lambda: memory.aadd(record),
                     record.user_id,
@@ -1019,7 +1019,7 @@ class Nodes:
         records = writer.exchanges(said, **where, after=after if kept else None, earlier=earlier)
         writes = [
             _Write(
-                f"conversation: {state['question'][:60]}",
+                f"conversation: {state['question']}",
                 lambda: writer.store_now(records),
                 lambda: writer.astore_now(records),
                 user,
@@ -1029,7 +1029,7 @@ class Nodes:
         if wants_facts := writer.wants_facts(said):
             writes.append(  # not waited for by the user's next turn: a model call
                 _Write(
-                    f"conversation facts: {state['question'][:60]}",
+                    f"conversation facts: {state['question']}",
                     lambda: writer.store_facts(said, **where),
                     lambda: writer.astore_facts(said, **where),
                     "",

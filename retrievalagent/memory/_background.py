@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.types import DrainReport
 
 __all__ = ["BackgroundWrites", "drain_all_at_exit"]
@@ -53,6 +54,17 @@ def drain_all_at_exit() -> None:
     """Drain every live ``BackgroundWrites`` with its exit timeout (safe to call twice)."""
     for writes in list(_live):
         writes._drain_at_exit()
+
+
+#: Longest description of a write in a log line or a timeout's message.
+_DESCRIBED_CHARS = 80
+
+
+def _described(text: str) -> str:
+    """What a write is about, as logs show it: secrets masked in the whole text, then cut
+    (logs outlive the memory a user can erase, and a key cut first escapes the mask)."""
+    text = " ".join(mask_secrets(text)[0].split())
+    return text if len(text) <= _DESCRIBED_CHARS else text[: _DESCRIBED_CHARS - 1] + "…"
 
 
 class BackgroundWrites:
@@ -104,13 +116,19 @@ class BackgroundWrites:
             self._pending.add(future)
             self._owners[future] = owner
 
+        description = _described(description)
+
         def done(f: cf.Future[None]) -> None:
             error = f.exception()
-            if error is not None and on_failure is not None:
-                try:
-                    on_failure(error)
-                except Exception:  # a failing hook must not hide the write's own failure
-                    logger.exception("memory write failure hook raised")
+            reason = mask_secrets(f"{type(error).__name__}: {error}")[0] if error else ""
+            if error is not None:
+                # before the counts move: a drain that saw the failure finds it logged
+                logger.warning("memory write failed (%s): %s", description, reason)
+                if on_failure is not None:
+                    try:
+                        on_failure(error)
+                    except Exception:  # a failing hook must not hide the write's own failure
+                        logger.exception("memory write failure hook raised")
             with self._lock:
                 self._pending.discard(f)
                 self._owners.pop(f, None)
@@ -118,12 +136,8 @@ class BackgroundWrites:
                     self._landed += 1
                 else:
                     self._failed += 1
-                    self._errors = [*self._errors[-49:], f"{type(error).__name__}: {error}"]
+                    self._errors = [*self._errors[-49:], reason]
             self._slots.release()
-            if error is not None:
-                logger.warning(
-                    "memory write failed (%s): %s: %s", description, type(error).__name__, error
-                )
 
         future.add_done_callback(done)
         return future
@@ -161,7 +175,8 @@ class BackgroundWrites:
                     future.set_exception(error)
 
         def overrun(worker: threading.Thread) -> None:
-            settle(TimeoutError(f"memory write took longer than {timeout:g}s ({description})"))
+            about = _described(description)
+            settle(TimeoutError(f"memory write took longer than {timeout:g}s ({about})"))
             self._replace(worker)
 
         def run(worker: threading.Thread) -> None:
