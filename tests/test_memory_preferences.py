@@ -170,6 +170,12 @@ def test_erasing_a_conversation_erases_the_preference_stated_in_it(
     assert "German" not in prompt and "- Keep answers short." in prompt
     kept = [m["key"] for m in rag.list_memories("alice") if m["kind"] == "preference"]
     assert kept == ["length"]
+    # stated again in a later conversation, it belongs to that one and outlives the first
+    rag.invoke("I prefer answers in German.", cfg("bea", "first"))
+    rag.invoke("I prefer answers in German.", cfg("bea", "again"))
+    rag.forget("bea", thread_id="first")
+    rag.invoke("Where are the logs kept?", cfg("bea", "later"))
+    assert "- Answer in German." in hosted.prompt("Where are the logs kept?")
 
 
 @pytest.mark.parametrize("backend", ["store", "mem0_async"])

@@ -915,11 +915,15 @@ class Nodes:
                 "threshold": self.settings.memory_storage_threshold,
             }, None
         record = self._record(state, fact, grade, config)
+        # recalled this turn, and learned in this conversation: nothing new. Said again in
+        # another, it is written again so that it belongs to the newer one (erasing the
+        # older conversation must not take a preference the user still states)
         recalled = {
-            (m.get("kind", "search_fact"), m.get("text", "").strip().lower())
+            (m.get("kind", "search_fact"), m.get("text", "").strip().lower(), m.get("thread_id"))
             for m in state.get("memories") or []
         }
-        if (record.kind, fact.strip().lower()) in recalled:  # recalled this turn: nothing new
+        thread = record.metadata["thread_id"]
+        if (record.kind, fact.strip().lower(), thread) in recalled:
             return {"node": "write_memory", "skipped": "already_known", "fact": fact}, None
         return {
             "node": "write_memory",

@@ -37,7 +37,7 @@ class RecalledMemory(TypedDict):
     kind: str
     key: str
     alias: str  # the question word a search fact explains ("" for the other kinds)
-    thread_id: str  # conversation memory: where and when it was said
+    thread_id: str  # the conversation it was said or learned in, and when
     at: str
 
 
