@@ -242,9 +242,7 @@ _SMB_USER = re.compile(
 )
 # a value that is not punctuation ending the sentence ("mongo -p. It asks") and leaves a
 # full stop or comma after it
-_OPTION_VALUE = (
-    r"""(?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|(?![.,;:!?)]*(?:\s|$))[^\s"'\-]\S*?(?=[.,]?(?:\s|$)))"""
-)
+_OPTION_VALUE = r"""(?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|(?![.,;:!?)]*(?:\s|$))[^\s"'\-]\S*?(?=[.,]?(?:\s|$)))"""
 # the option that takes a password, separated by spaces, in the commands that have one:
 # redis-cli -a X, docker login -p X, mongo/mongosh -p X, ldapsearch -w X, sqlcmd -P X
 # ("-p" elsewhere is a port: docker run -p 8080:80)
