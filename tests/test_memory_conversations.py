@@ -1609,6 +1609,10 @@ def test_a_question_about_now_puts_what_was_said_since_first(
     state = rag.invoke("What is my hourly rate now?", cfg("ann", "t-may"))
     (read,) = state.events("read_memory")
     assert read["time"]["present"] is True and read["time"]["start"] == ""
+    # the prompt lists the raise first, and the offline answer quotes it as how things stand
+    context = state.memory_context
+    assert context.index("70 euro") < context.index("60 euro"), context
+    assert "“I raised my hourly rate to 70 euro.”" in state.answer, state.answer
 
 
 def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(

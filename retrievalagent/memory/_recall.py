@@ -25,7 +25,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from retrievalagent.index import LexicalEncoder
@@ -56,6 +56,10 @@ _CANDIDATES = 3
 #: How far the best past exchange must stand above the mean relevance of those found for
 #: the question to count as plainly about the user's past (see ``_bar``; same dev half).
 STANDOUT = 0.12
+#: For a question about now, the share of the best relevance at which two memories count
+#: as the same statement made again (put newest first; order only, see
+#: ``_newest_restated_first``).
+RESTATED_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -224,15 +228,19 @@ class MemoryReader:
     def read(self, request: RecallRequest, limit: int | None = None) -> Recollection:
         """Ask the backend and select what the turn uses (``limit``: at most that many
         conversation memories instead of the policy's)."""
-        return self.select(self.memory.recall(request), limit, request.query)
+        return self.select(self.memory.recall(request), limit, request.query, _present(request))
 
     async def aread(self, request: RecallRequest, limit: int | None = None) -> Recollection:
-        return self.select(await self.memory.arecall(request), limit, request.query)
+        recall = await self.memory.arecall(request)
+        return self.select(recall, limit, request.query, _present(request))
 
     # -- selection ---------------------------------------------------------------------------
-    def select(self, recall: Recall, limit: int | None = None, question: str = "") -> Recollection:
+    def select(
+        self, recall: Recall, limit: int | None = None, question: str = "", present: bool = False
+    ) -> Recollection:
         """The memories this turn uses, from a backend's ``recall`` (checked first);
-        ``question`` picks what a long memory shows."""
+        ``question`` picks what a long memory shows; ``present``: it asks how things stand
+        now (see ``_newest_restated_first``)."""
         bad = 0
         if not isinstance(recall, Recall):
             recall, bad = Recall(), 1
@@ -248,6 +256,8 @@ class MemoryReader:
         kept = [h for h in facts if h.score >= self.policy.fact_threshold]
         kept, preferences = _once(kept), _once(preferences, [*kept])
         conversations = self._conversations(said, [*kept, *preferences], limit, question)
+        if present:
+            conversations = _newest_restated_first(conversations)
         similarities = [h.similarity for h in facts if h.similarity is not None]
         out = Recollection(
             facts=kept,
@@ -361,6 +371,36 @@ def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
     if not scores or best < bar or best - sum(scores) / len(scores) < STANDOUT:
         return bar
     return min(bar, FOLLOWER_SHARE * best)
+
+
+def _present(request: RecallRequest) -> bool:
+    return bool(request.time and request.time.present and not request.time.window)
+
+
+def _newest_restated_first(hits: list[MemoryHit]) -> list[MemoryHit]:
+    """For a question about how things stand now, the memories about as relevant as the
+    best one (the same statement made again, changed: "my rate is 60", "I raised my rate
+    to 70") newest first, in the places they hold: the prompt and an offline answer read
+    the first as how things stand. What is recalled does not change, only its order."""
+    if len(hits) < 2:
+        return hits
+    best = max(_alone(h) for h in hits)
+    close = [i for i, h in enumerate(hits) if _alone(h) >= RESTATED_SHARE * best]
+    newest = sorted((hits[i] for i in close), key=_said_when, reverse=True)
+    out = list(hits)
+    for i, hit in zip(close, newest, strict=True):
+        out[i] = hit
+    return out
+
+
+def _said_when(hit: MemoryHit) -> float:
+    """When a memory was said, as a UTC timestamp (times in other zones compare right;
+    an unreadable one counts as oldest)."""
+    try:
+        moment = datetime.fromisoformat(hit.at)
+    except (TypeError, ValueError):
+        return -math.inf
+    return moment.timestamp() if moment.tzinfo else moment.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
