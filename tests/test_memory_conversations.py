@@ -1615,6 +1615,29 @@ def test_a_question_about_now_puts_what_was_said_since_first(
     assert "“I raised my hourly rate to 70 euro.”" in state.answer, state.answer
 
 
+def test_a_turn_replayed_at_its_time_does_not_know_what_was_said_later(
+    build: Callable[..., Any],
+) -> None:
+    """configurable.now (or recall(now=...)) replays a turn at its time: a conversation
+    from months after it is not recalled, while at the real now it is."""
+    rag = build("store")
+    for day, said in (("2026-03-01", "60"), ("2026-09-01", "70")):
+        rag.remember(
+            [{"role": "user", "content": f"My hourly rate is {said} euro."}],
+            user_id="ann",
+            thread_id=f"t-{day}",
+            at=f"{day}T09:00:00Z",
+        )
+    then = {"configurable": {"user_id": "ann", "thread_id": "replay", "now": "2026-07-01T09:00Z"}}
+    context = rag.invoke("What is my hourly rate?", then).memory_context
+    assert "60 euro" in context and "70 euro" not in context, context
+    replayed = rag.recall("What is my hourly rate?", user_id="ann", now="2026-07-01T09:00Z")
+    assert [h for h in replayed if "70 euro" in h["text"]] == []
+    assert [h for h in replayed if "60 euro" in h["text"]]
+    today = rag.recall("What is my hourly rate?", user_id="ann")
+    assert {"60", "70"} <= {r for h in today for r in ("60", "70") if f"{r} euro" in h["text"]}
+
+
 def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
     build: Callable[..., Any],
 ) -> None:

@@ -145,6 +145,9 @@ class RecallRequest:
     thread_id: str = ""
     seen: frozenset[str] = frozenset()
     time: TimeRef | None = None
+    #: When the question is asked (UTC ISO 8601; "" for unknown): what was said after it
+    #: is not recalled, so a conversation replayed at its time does not know its future.
+    asked: str = ""
 
 
 @dataclass

@@ -40,7 +40,7 @@ from retrievalagent.memory._base import (
 from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
 from retrievalagent.memory._preferences import stated_preferences
-from retrievalagent.memory._temporal import parse_time, time_ref
+from retrievalagent.memory._temporal import CLOCK_SKEW, parse_time, time_ref
 
 __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
 
@@ -223,15 +223,17 @@ class MemoryReader:
             thread_id=thread_id,
             seen=frozenset(seen),
             time=time_ref(question, when),
+            asked=when.astimezone(timezone.utc).isoformat(),
         )
 
     def read(self, request: RecallRequest, limit: int | None = None) -> Recollection:
         """Ask the backend and select what the turn uses (``limit``: at most that many
         conversation memories instead of the policy's)."""
-        return self.select(self.memory.recall(request), limit, request.query, _present(request))
+        recall = _said_by(self.memory.recall(request), request)
+        return self.select(recall, limit, request.query, _present(request))
 
     async def aread(self, request: RecallRequest, limit: int | None = None) -> Recollection:
-        recall = await self.memory.arecall(request)
+        recall = _said_by(await self.memory.arecall(request), request)
         return self.select(recall, limit, request.query, _present(request))
 
     # -- selection ---------------------------------------------------------------------------
@@ -373,6 +375,19 @@ def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
     return min(bar, FOLLOWER_SHARE * best)
 
 
+def _said_by(recall: Recall, request: RecallRequest) -> Recall:
+    """``recall`` without the conversation memories said after the question was asked
+    (beyond the clock skew ``remember`` allows): a turn replayed at its time
+    (``configurable.now``, ``recall(now=...)``) must not quote what the user said later."""
+    if not isinstance(recall, Recall) or not request.asked:
+        return recall
+    latest = _said_when_iso(request.asked) + CLOCK_SKEW.total_seconds()
+    said = [h for h in recall.conversations if _said_when(h) <= latest]
+    if len(said) == len(recall.conversations):
+        return recall
+    return dataclasses.replace(recall, conversations=said)
+
+
 def _present(request: RecallRequest) -> bool:
     return bool(request.time and request.time.present and not request.time.window)
 
@@ -396,8 +411,12 @@ def _newest_restated_first(hits: list[MemoryHit]) -> list[MemoryHit]:
 def _said_when(hit: MemoryHit) -> float:
     """When a memory was said, as a UTC timestamp (times in other zones compare right;
     an unreadable one counts as oldest)."""
+    return _said_when_iso(hit.at)
+
+
+def _said_when_iso(at: str) -> float:
     try:
-        moment = datetime.fromisoformat(hit.at)
+        moment = datetime.fromisoformat(at)
     except (TypeError, ValueError):
         return -math.inf
     return moment.timestamp() if moment.tzinfo else moment.replace(tzinfo=timezone.utc).timestamp()
