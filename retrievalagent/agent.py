@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 from collections import Counter
@@ -29,7 +30,7 @@ from retrievalagent._inputs import (
     clean_question,
 )
 from retrievalagent._override import Overrides
-from retrievalagent._threads import in_thread
+from retrievalagent._threads import call_with_timeout, in_thread
 from retrievalagent.config import Settings, call_settings, check_collection
 from retrievalagent.errors import ConfigError
 from retrievalagent.graph import Components, Nodes, TraceLog, build_graph
@@ -996,16 +997,26 @@ class RetrievalAgent:
         relevance bars, and the user's preferences). ``now`` is when the question counts
         as asked (a datetime or ISO string; default now), for "last week" and the like."""
         reader, request, k = self._recall_request(query, user_id, k, now)
-        self._components.writes.wait_for(request.user_id, self.settings.memory_timeout)
-        return _recollections(reader.read(request, limit=k).kept, k)
+        timeout = self.settings.memory_timeout
+        self._components.writes.wait_for(request.user_id, timeout)
+        try:
+            found = call_with_timeout(lambda: reader.read(request, limit=k), timeout, "recall")
+        except TimeoutError:
+            raise _recall_timeout(timeout) from None
+        return _recollections(found.kept, k)
 
     async def arecall(
         self, query: str, *, user_id: str, k: int = 10, now: Any = None
     ) -> list[Recollection]:
         """Async :meth:`recall`."""
         reader, request, k = self._recall_request(query, user_id, k, now)
-        await self._components.writes.await_for(request.user_id, self.settings.memory_timeout)
-        return _recollections((await reader.aread(request, limit=k)).kept, k)
+        timeout = self.settings.memory_timeout
+        await self._components.writes.await_for(request.user_id, timeout)
+        try:
+            found = await asyncio.wait_for(reader.aread(request, limit=k), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise _recall_timeout(timeout) from None
+        return _recollections(found.kept, k)
 
     # -- background memory writes ----------------------------------------------------------
     def drain_background(self, timeout: float | None = None) -> DrainReport:
@@ -1054,6 +1065,15 @@ def _thread_to_forget(thread_id: str | None) -> str | None:
     if thread_id is None:
         return None
     return check_name(thread_id, "thread_id", "leave it out to erase everything")
+
+
+def _recall_timeout(timeout: float) -> TimeoutError:
+    """What a recall the memory backend did not answer in time raises: the bound a turn's
+    read_memory keeps too (where it recalls nothing instead of failing the answer)."""
+    return TimeoutError(
+        f"recall: the memory backend did not answer within {timeout:g}s "
+        "(memory_timeout, RAG_MEMORY_TIMEOUT)"
+    )
 
 
 def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:

@@ -312,6 +312,14 @@ async def test_read_error_and_timeout_are_traced(docs_agent: Callable[..., Any],
         assert event["skipped"] == "error"
         assert state.answer and state.sources  # the answer did not fail
         assert state.memory_context == ""
+    # recall() keeps the same bound, and says which setting it is
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError, match="RAG_MEMORY_TIMEOUT"):
+        if mode == "sync":
+            rag.recall(QUESTION, user_id="alice")
+        else:
+            await rag.arecall(QUESTION, user_id="alice")
+    assert time.perf_counter() - started < 1.4  # the store takes 1.5 s
 
 
 # -- users ---------------------------------------------------------------------------------------------
