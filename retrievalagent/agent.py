@@ -757,15 +757,13 @@ class RetrievalAgent:
         return self._result(await self.graph.ainvoke(payload, run), run)
 
     # -- what the agent remembers about a user ----------------------------------------------
-    def _memory_for(self, user_id: str, memory_id: str | None = None) -> tuple[MemoryBackend, str]:
+    def _memory_for(self, user_id: str) -> tuple[MemoryBackend, str]:
         memory = self._components.memory
         if memory is None:
             raise ConfigError(
                 "this agent has no long-term memory: pass memory_store=, mem0_memory= or "
                 "memory=True to init_agent"
             )
-        if memory_id is not None:
-            check_id(memory_id, "memory_id")
         return memory, check_name(user_id, "user_id")
 
     def list_memories(self, user_id: str) -> list[MemoryInfo]:
@@ -788,8 +786,8 @@ class RetrievalAgent:
         """Erase one memory of ``user_id`` (by the id ``list_memories`` shows), everything
         remembered from one conversation (``thread_id``), or all of it; returns how many
         were erased (0 when ``memory_id`` is not theirs)."""
-        memory, user = self._memory_for(user_id, memory_id)
-        thread = _thread_to_forget(thread_id)
+        memory, user = self._memory_for(user_id)
+        memory_id, thread = _what_to_forget(memory_id, thread_id)
         self._components.writes.wait_for(user, self.settings.memory_timeout)
         return memory.forget(user, memory_id, thread)
 
@@ -797,8 +795,8 @@ class RetrievalAgent:
         self, user_id: str, memory_id: str | None = None, *, thread_id: str | None = None
     ) -> int:
         """Async :meth:`forget`."""
-        memory, user = self._memory_for(user_id, memory_id)
-        thread = _thread_to_forget(thread_id)
+        memory, user = self._memory_for(user_id)
+        memory_id, thread = _what_to_forget(memory_id, thread_id)
         await self._components.writes.await_for(user, self.settings.memory_timeout)
         return await memory.aforget(user, memory_id, thread)
 
@@ -1059,12 +1057,18 @@ class RetrievalAgent:
         self.close()
 
 
-def _thread_to_forget(thread_id: str | None) -> str | None:
-    """``forget``'s thread, checked: a blank one names no conversation (it would match
-    every memory kept outside one, preferences among them), so it is refused."""
-    if thread_id is None:
-        return None
-    return check_name(thread_id, "thread_id", "leave it out to erase everything")
+def _what_to_forget(memory_id: str | None, thread_id: str | None) -> tuple[str | None, str | None]:
+    """``forget``'s memory id and thread, checked: a blank one names no memory and no
+    conversation (a blank thread would match every memory kept outside one, preferences
+    among them), and one memory is named by its id alone (with a thread too, a memory of
+    another thread would be "not found" without a word)."""
+    if memory_id is not None and thread_id is not None:
+        raise ConfigError("give forget a memory_id or a thread_id, not both")
+    if memory_id is not None:
+        memory_id = check_name(memory_id, "memory_id", "take one from list_memories()")
+    if thread_id is not None:
+        thread_id = check_name(thread_id, "thread_id", "leave it out to erase everything")
+    return memory_id, thread_id
 
 
 def _recall_timeout(timeout: float) -> TimeoutError:

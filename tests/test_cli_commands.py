@@ -365,6 +365,11 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
             "nothread.jsonl line 1: thread_id must not be empty"
         ),
     }
+    future = _jsonl(tmp_path / "future.jsonl", {"messages": [good], "at": "2062-01-05"})
+    cases[str(future)] = "future.jsonl line 1: at is in the future"
+    deep = tmp_path / "deep.jsonl"  # Python's JSON reader recurses: named, not a bare error
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    cases[str(deep)] = "deep.jsonl line 1 nests lists or objects too deeply"
     twice = tmp_path / "twice.jsonl"  # JSON would keep the second content, dropping the first
     twice.write_text('{"role": "user", "content": "hi", "content": "there"}\n', encoding="utf-8")
     cases[str(twice)] = "twice.jsonl line 1: the key 'content' is given twice"

@@ -351,6 +351,15 @@ def test_listing_and_forgetting_need_memory_and_a_user(make_agent: Callable[...,
         rag.forget("  ")
     with pytest.raises(ConfigError):
         rag.list_memories("bad\x00id")
+    # a blank memory id names no memory; an id and a thread together are refused, not
+    # answered "0 erased" when the memory belongs to another thread
+    rag.remember([{"role": "user", "content": "Our NAS is in the attic."}], user_id="al")
+    with pytest.raises(ConfigError, match="memory_id must not be empty"):
+        rag.forget("al", "")
+    (memory,) = rag.list_memories("al")
+    with pytest.raises(ConfigError, match="not both"):
+        rag.forget("al", memory["id"], thread_id="another")
+    assert rag.forget("al", memory["id"]) == 1
 
 
 def test_mem0_accepts_any_user_id_and_keeps_look_alikes_apart(

@@ -242,6 +242,10 @@ def _json_rows(path: Path) -> list[tuple[int, Any]]:
             rows.append((number, json.loads(line, object_pairs_hook=_no_repeats)))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} line {number} is not JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ConfigError(
+                f"{path} line {number} nests lists or objects too deeply to be a conversation"
+            ) from None
         except _RepeatedKey as exc:
             raise ConfigError(
                 f"{path} line {number}: the key {_shown(exc.key)} is given twice (JSON keeps "
@@ -327,7 +331,7 @@ def _one_kind(path: Path, rows: list[tuple[int, Any]]) -> bool:
 
 def _when(at: Any, what: str) -> None:
     try:
-        parse_time(at, what)
+        parse_time(at, what, past=True)
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
 
