@@ -1862,6 +1862,8 @@ ORDINARY = [
     "git-credential-osxkeychain: git-credential-osxkeychain.o",
     "PWDPROMPT=prompt",
     "user admin password policy",
+    "Your secret is safe.",
+    "The token is valid.",
     "credentials are stored in vault:secret/db",
 ]
 

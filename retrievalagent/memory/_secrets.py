@@ -544,9 +544,10 @@ def _labelled_secret(label: str, sep: str, value: str) -> bool:
     expired")."""
     if ":" in sep or "=" in sep or value[:1] in _QUOTES:
         return True
-    if value.lower().strip(".!?") in _NOT_A_VALUE:
+    word = value.rstrip(".!?,;:")  # the sentence's full stop is not the value's
+    if word.lower() in _NOT_A_VALUE:
         return False
-    looks_random = any(not c.isalpha() for c in value) or any(c.isupper() for c in value[1:])
+    looks_random = any(not c.isalpha() for c in word) or any(c.isupper() for c in word[1:])
     return looks_random or _is_password_label(label)
 
 
