@@ -135,6 +135,9 @@ def _turns(make_agent: Callable[..., Any], folder: Path) -> list[dict[str, Any]]
                     {**stored, "memory_fact": FACT, "memory_key": "password"},
                     {**stored, "memory_fact": "x" * 400},  # too long to store
                     ValueError("not JSON"),  # unusable inline reply: answered separately
+                    # learned in t1, said again in t2: written again, now t2's ...
+                    {**stored, "memory_fact": FACT, "memory_key": "password"},
+                    # ... and a third time in t2: already known there
                     {**stored, "memory_fact": FACT, "memory_key": "password"},
                 )
             ],
@@ -154,6 +157,8 @@ def _turns(make_agent: Callable[..., Any], folder: Path) -> list[dict[str, Any]]
     later = {"configurable": {"user_id": "alice", "thread_id": "t2", "now": "2024-05-07T10:00"}}
     rag.invoke("What did I ask yesterday about the vault password?", config=later)
     asyncio.run(rag.ainvoke("Is the vault password stretched?", config=later))
+    rag.drain_background(timeout=30)
+    rag.invoke("Where is the vault password kept?", config=later)
     rag.drain_background(timeout=30)
     events += [e for record in _records(folder / "memory.jsonl") for e in record["trace"]]
 
