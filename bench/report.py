@@ -734,7 +734,10 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
             else ""
         )
         + (
-            "\nEach question asked of the next user of its split, who never spoke of it: "
+            "\nEach question asked of the next user of its split, who never spoke of it, at "
+            "the question's time (what that user said later is not recalled: from 2026-11-27 "
+            "on, a recall at a given time leaves out what was said more than a day after it, "
+            "which took the counts down from about 4.8 memories and 80% of prompts): "
             + "; ".join(
                 f"{split}: {v['recall_k10_mean']} conversation memories from `recall(k=10)`, "
                 f"{v['prompt_mean']} in the answer prompt, some in {v['prompt_any']:.0%} of "
