@@ -1636,6 +1636,23 @@ def test_a_turn_replayed_at_its_time_does_not_know_what_was_said_later(
     assert [h for h in replayed if "60 euro" in h["text"]]
     today = rag.recall("What is my hourly rate?", user_id="ann")
     assert {"60", "70"} <= {r for h in today for r in ("60", "70") if f"{r} euro" in h["text"]}
+    # many later statements on it take no place among the candidates a replay ranks
+    rag.remember_many(
+        [
+            {
+                "messages": [
+                    {"role": "user", "content": f"What is my hourly rate? It is {80 + i} euro."}
+                ],
+                "thread_id": f"later-{i}",
+                "at": f"2026-10-{1 + i % 28:02d}T09:00:00Z",
+            }
+            for i in range(40)
+        ],
+        user_id="ann",
+    )
+    replayed = rag.recall("What is my hourly rate?", user_id="ann", now="2026-07-01T09:00Z")
+    assert [h["text"] for h in replayed if "60 euro" in h["text"]], replayed
+    assert not [h for h in replayed if h["at"] > "2026-07-03"], replayed
 
 
 def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(

@@ -44,7 +44,7 @@ from retrievalagent._inputs import check_id
 from retrievalagent.memory._conversations import ConversationRecord
 from retrievalagent.memory._plan import IO, Plan, arun, run
 from retrievalagent.memory._secrets import mask_secrets
-from retrievalagent.memory._temporal import TimeRef
+from retrievalagent.memory._temporal import CLOCK_SKEW, TimeRef, iso
 from retrievalagent.types import MemoryInfo
 
 __all__ = [
@@ -434,6 +434,19 @@ class PlannedBackend(ABC):
         self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
     ) -> int:
         return await arun(self._forget(user_id, memory_id, thread_id))
+
+
+def said_until(request: RecallRequest) -> str:
+    """The latest a conversation memory may have been said to be recalled for ``request``
+    (``iso``'s shape; "" for no bound): a day past when it is asked, the clock skew
+    ``remember`` allows, so a turn replayed at its time does not know its future."""
+    if not request.asked:
+        return ""
+    try:
+        asked = datetime.fromisoformat(request.asked)
+    except ValueError:
+        return ""
+    return iso(asked + CLOCK_SKEW)
 
 
 def user_id_from_config(config: Mapping[str, Any] | None) -> str:

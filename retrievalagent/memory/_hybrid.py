@@ -354,18 +354,18 @@ class UserIndex:
         thread_id: str = "",
         seen: Collection[str] = (),
         present: bool = False,
+        until: str = "",
     ) -> list[Candidate]:
         """The ``limit`` best memories for ``query``: those said within ``window`` first
         (when any are), each part in fused order. Memories of ``thread_id`` drawn only from
         messages in ``seen`` (ids of the messages of this thread the answer prompt shows)
-        are left out: the model sees those turns already."""
+        are left out: the model sees those turns already; so are those said after
+        ``until`` (a UTC time as ``iso`` writes it: a turn replayed at its time), before
+        ranking, so that they take no place among the candidates."""
         size = len(self._rows.keys)
         if not self.values or limit <= 0:
             return []
-        alive = self._alive[:size].copy()
-        for row in self._thread_rows.get(thread_id, []) if thread_id and seen else []:
-            if _held(self.values_at(row), seen):
-                alive[row] = False
+        alive = self._open_rows(size, thread_id, seen, until)
         similarity = np.zeros(size, dtype=np.float64)
         if query_vector.shape[0] == self._matrix.shape[1]:
             similarity = _dot(self._matrix[:size], query_vector)
@@ -389,6 +389,21 @@ class UserIndex:
         room = max(limit - len(first), OUTSIDE_WINDOW)  # a full window still leaves some
         rest = self._ranked(scores, alive & ~inside, fuser, room, in_window=False)
         return first + rest
+
+    def _open_rows(
+        self, size: int, thread_id: str, seen: Collection[str], until: str
+    ) -> np.ndarray:
+        """The rows a search may return: stored, not held by this thread's prompt, and
+        said by ``until`` (when given)."""
+        alive = self._alive[:size].copy()
+        if until:
+            if self._at is None:
+                self._at = np.array(self._rows.at, dtype=str)
+            alive &= (self._at <= until) | (self._at == "")
+        for row in self._thread_rows.get(thread_id, []) if thread_id and seen else []:
+            if _held(self.values_at(row), seen):
+                alive[row] = False
+        return alive
 
     def _follow(self, row: int, thread: str) -> None:
         """Note the exchange before a new row, when it is said after every row of its

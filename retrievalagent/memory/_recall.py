@@ -36,11 +36,12 @@ from retrievalagent.memory._base import (
     MemoryHit,
     Recall,
     RecallRequest,
+    said_until,
 )
 from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
 from retrievalagent.memory._preferences import stated_preferences
-from retrievalagent.memory._temporal import CLOCK_SKEW, parse_time, time_ref
+from retrievalagent.memory._temporal import parse_time, time_ref
 
 __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
 
@@ -376,12 +377,14 @@ def _bar(said: Sequence[MemoryHit], policy: ReadPolicy) -> float:
 
 
 def _said_by(recall: Recall, request: RecallRequest) -> Recall:
-    """``recall`` without the conversation memories said after the question was asked
-    (beyond the clock skew ``remember`` allows): a turn replayed at its time
-    (``configurable.now``, ``recall(now=...)``) must not quote what the user said later."""
-    if not isinstance(recall, Recall) or not request.asked:
+    """``recall`` without the conversation memories said after ``said_until(request)``: a
+    turn replayed at its time (``configurable.now``, ``recall(now=...)``) must not quote
+    what the user said later. The store's index leaves them out before it ranks; this
+    holds for every backend (mem0's pool, times written in another zone)."""
+    until = said_until(request)
+    if not isinstance(recall, Recall) or not until:
         return recall
-    latest = _said_when_iso(request.asked) + CLOCK_SKEW.total_seconds()
+    latest = _said_when_iso(until)
     said = [h for h in recall.conversations if _said_when(h) <= latest]
     if len(said) == len(recall.conversations):
         return recall

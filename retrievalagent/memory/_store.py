@@ -52,6 +52,7 @@ from retrievalagent.memory._base import (
     newest_said_first,
     recall_of,
     recall_text,
+    said_until,
 )
 from retrievalagent.memory._hybrid import (
     Candidate,
@@ -382,6 +383,7 @@ class StoreBackend(PlannedBackend):
                 thread_id=request.thread_id,
                 seen=request.seen,
                 present=bool(request.time and request.time.present),
+                until=said_until(request),
             )
         return [_candidate_hit(c) for c in found]
 
