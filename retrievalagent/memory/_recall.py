@@ -25,7 +25,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from retrievalagent.index import LexicalEncoder
@@ -41,7 +41,7 @@ from retrievalagent.memory._base import (
 from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
 from retrievalagent.memory._preferences import stated_preferences
-from retrievalagent.memory._temporal import parse_time, time_ref
+from retrievalagent.memory._temporal import iso, parse_time, time_ref, timestamp
 
 __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
 
@@ -224,7 +224,7 @@ class MemoryReader:
             thread_id=thread_id,
             seen=frozenset(seen),
             time=time_ref(question, when),
-            asked=when.astimezone(timezone.utc).isoformat(),
+            asked=iso(when),
         )
 
     def read(self, request: RecallRequest, limit: int | None = None) -> Recollection:
@@ -384,7 +384,7 @@ def _said_by(recall: Recall, request: RecallRequest) -> Recall:
     until = said_until(request)
     if not isinstance(recall, Recall) or not until:
         return recall
-    latest = _said_when_iso(until)
+    latest = timestamp(until)
     said = [h for h in recall.conversations if _said_when(h) <= latest]
     if len(said) == len(recall.conversations):
         return recall
@@ -412,17 +412,7 @@ def _newest_restated_first(hits: list[MemoryHit]) -> list[MemoryHit]:
 
 
 def _said_when(hit: MemoryHit) -> float:
-    """When a memory was said, as a UTC timestamp (times in other zones compare right;
-    an unreadable one counts as oldest)."""
-    return _said_when_iso(hit.at)
-
-
-def _said_when_iso(at: str) -> float:
-    try:
-        moment = datetime.fromisoformat(at)
-    except (TypeError, ValueError):
-        return -math.inf
-    return moment.timestamp() if moment.tzinfo else moment.replace(tzinfo=timezone.utc).timestamp()
+    return timestamp(hit.at)
 
 
 def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
-__all__ = ["CLOCK_SKEW", "TimeRef", "iso", "parse_time", "time_ref"]
+__all__ = ["CLOCK_SKEW", "TimeRef", "iso", "parse_time", "time_ref", "timestamp"]
 
 _MONTHS = {
     name: i
@@ -99,6 +99,17 @@ def iso(moment: datetime) -> str:
 #: How far ahead of this machine's clock a time said to be past may be (other clocks, a
 #: zone written wrong by an hour or so); later is refused as a typo.
 CLOCK_SKEW = timedelta(days=1)
+
+
+def timestamp(at: str) -> float:
+    """A stored or given time as a UTC timestamp, for ordering what was said: times in
+    other zones compare right, and one that cannot be read counts as the oldest (a
+    memory's time is never a reason to fail a recall)."""
+    try:
+        moment = _parsed(at, "at")
+    except (TypeError, ValueError):
+        return float("-inf")
+    return moment.timestamp()
 
 
 def parse_time(value: datetime | str | None, what: str = "at", *, past: bool = False) -> datetime:
