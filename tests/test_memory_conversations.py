@@ -748,6 +748,44 @@ def test_a_second_phrasing_recalls_the_same_statement(build: Callable[..., Any])
         assert SAID in best["text"], (question, best)
 
 
+#: What a freelancer said in five conversations; the first answers "How much do I charge
+#: per hour now?" in one clause of a message that says more ("small win", "Koala said yes").
+RATE_TALK = [
+    "small win: raised my rate to 110 AUD an hour from 1 July, Koala said yes without a fight",
+    "the gym is open 24 hours now, so I go at 6am before the first client call",
+    "booked the flights to Perth for the conference, the fare went up by 90 AUD since last week",
+    "my laptop charger died, ordered a new one, arrives in two days",
+    "I billed 38 hours to Koala in June, a new record",
+]
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_the_clause_that_answers_is_found_in_a_message_that_says_more(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """A message's one vector dilutes the clause that answers (the rate message above is
+    0.19 similar to the question as a whole, 0.49 by its clause about the rate): its
+    clauses are embedded too. Without them the gym's opening hours ranked above it. The
+    clauses' vectors are stored: a second agent over the same store, as another process
+    would be, ranks the same, and they never show in what a user lists."""
+    rag = build(kind)
+    for i, words in enumerate(RATE_TALK):
+        rag.remember(
+            [{"role": "user", "content": words}, {"role": "assistant", "content": "Noted."}],
+            user_id="ollie",
+            thread_id=f"t{i}",
+            at=f"2026-01-{11 + i}T10:00:00Z",
+        )
+    question, now = "How much do I charge per hour now?", "2026-02-01T10:00:00Z"
+    first = [h["text"] for h in rag.recall(question, user_id="ollie", k=2, now=now)]
+    assert any("raised my rate to 110 AUD" in text for text in first), first
+    again = build(kind, memory_store=rag.memory_store) if kind == "store" else build(kind)
+    second = [h["text"] for h in again.recall(question, user_id="ollie", k=2, now=now)]
+    assert second == first
+    listed = json.dumps(again.list_memories("ollie"), default=str)
+    assert "part_vectors" not in listed and "vector" not in listed
+
+
 def dev_people(*user_ids: str) -> list[dict[str, Any]]:
     """People of the conversation bench's dev half (bench/memory/data), our own set."""
     from bench.memory.conversations import load

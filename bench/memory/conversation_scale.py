@@ -84,6 +84,7 @@ from bench.memory.write_latency import DOCS, IngestMemo
 from retrievalagent import init_agent
 from retrievalagent.embeddings import MiniLMEmbeddings
 from retrievalagent.memory._conversations import exchange_records, said_of
+from retrievalagent.memory._hybrid import said_parts
 from retrievalagent.memory._store import _LAG_US
 
 __all__ = ["conversations", "main", "queries"]
@@ -183,12 +184,14 @@ def queries(seed: int = SEED) -> list[str]:
 
 
 def said_texts(conversation: dict[str, Any]) -> list[str]:
-    """Exactly what ``remember`` embeds of a conversation: what was said in each exchange."""
+    """Exactly what ``remember`` embeds of a conversation: what was said in each exchange,
+    then the parts of each (``said_parts``), as the store embeds them in one call."""
     said = [s for i, m in enumerate(conversation["messages"]) if (s := said_of(m, i))]
     records = exchange_records(
         said, user_id=USER, thread_id=conversation["thread_id"], at=conversation["at"]
     )
-    return [r.said or r.text for r in records]
+    wholes = [r.said or r.text for r in records]
+    return [*wholes, *(part for text in wholes for part in said_parts(text))]
 
 
 # --------------------------------------------------------------------------- backends

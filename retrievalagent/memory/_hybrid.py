@@ -24,6 +24,12 @@ is about what was said before it, which its own words rarely name. That orders t
 the relevance gate reads a memory's own words (``Candidate.alone``), except that an answer
 to a question (the exchange before it ends with "?") passes the gate when its question
 does: an unrelated message that merely came next is not recalled, a reply is.
+
+A memory's similarity also reads its parts (``said_parts``: what was said, cut at its
+clauses, each embedded on its own): one vector for a whole message dilutes the clause that
+answers a question ("small win: raised my rate to 110 AUD an hour from 1 July, Koala said
+yes without a fight" is 0.19 similar to "How much do I charge per hour now?", its clause
+about the rate 0.49), and sees nothing of a long one past the embedder's token limit.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ __all__ = [
     "memory_fuser",
     "rank_pool",
     "relevance",
+    "said_parts",
     "unit",
 ]
 
@@ -78,6 +85,20 @@ PRESENT_BONUS = 0.1
 #: least this share of the best one's (chosen on the same dev half: 0.3 and 0.5 and 0.7
 #: gave recall@5 0.890, 0.881 and 0.872, recall@10 0.995 each).
 SUBJECT_SHARE = 0.3
+#: Where what was said is cut into parts: after a clause's punctuation, and at line ends.
+_PART_BREAK = re.compile(r"(?<=[.!?…,;:])\s+|\n+")
+#: A stored line's speaker ("user: ", "Jonas: "), not part of what was said.
+_SPEAKER = re.compile(r"^[^:\n]{1,40}: ")
+#: Fewest words a part needs to be embedded: "ok so," or "Sure:" says nothing alone.
+PART_MIN_WORDS = 3
+#: Most parts one memory is embedded as (a long paste's clauses are joined into as many).
+MAX_PARTS = 24
+#: The share of a memory's similarity taken from its best part, where that is higher than
+#: the whole text's (the rest is the whole's): set at 0.5 beforehand, not tuned. On the dev
+#: half of bench/memory's conversation set, recall@5 went from 0.876 to 0.897 (recall@10
+#: 0.982 both); with 50 other conversations in each history (two draws), from 0.830 and
+#: 0.821 to 0.839 and 0.833 (recall@10 0.933 and 0.939 to 0.930 and 0.952).
+PART_WEIGHT = 0.5
 
 
 def relevance(similarity: _Score, lexical: _Score) -> _Score:
@@ -97,6 +118,22 @@ def unit(vector: Sequence[float] | np.ndarray) -> np.ndarray:
     arr = np.asarray(vector, dtype=np.float32).ravel()
     norm = float(np.linalg.norm(arr))
     return arr / norm if norm and math.isfinite(norm) else np.zeros_like(arr)
+
+
+def said_parts(said: str) -> list[str]:
+    """What was said in a memory, cut into the parts embedded beside the whole (see the
+    module docstring): its clauses of ``PART_MIN_WORDS`` words or more, speakers left out,
+    at most ``MAX_PARTS`` (neighbours joined beyond that). None when there would be only
+    one: the whole text's vector says the same."""
+    parts = []
+    for line in said.split("\n"):
+        line = _SPEAKER.sub("", line, count=1)
+        parts += [p for p in (p.strip() for p in _PART_BREAK.split(line)) if p]
+    parts = [p for p in parts if len(p.split()) >= PART_MIN_WORDS]
+    if len(parts) > MAX_PARTS:
+        size = math.ceil(len(parts) / MAX_PARTS)
+        parts = [" ".join(parts[i : i + size]) for i in range(0, len(parts), size)]
+    return parts if len(parts) > 1 else []
 
 
 @dataclass
@@ -150,6 +187,12 @@ class UserIndex:
         self._row_of: dict[str, int] = {}
         self._rows = _Rows()
         self._matrix = np.zeros((0, 0), dtype=np.float32)
+        # the vectors of memories' parts (``said_parts``), each memory's in a run of rows:
+        # row -> (first, end) in ``_part_matrix``
+        self._part_matrix = np.zeros((0, 0), dtype=np.float32)
+        self._parts_of: dict[int, tuple[int, int]] = {}
+        self._parts_end = 0
+        self._part_runs: tuple[np.ndarray, np.ndarray] | None = None  # rows, firsts
         # Per-row state a search reads whole is kept as arrays, so a search over ten
         # thousand memories does not walk Python lists: liveness (grown with the matrix),
         # and the times said (rebuilt at the first search after a change).
@@ -182,9 +225,16 @@ class UserIndex:
         """Whether the memory under ``key`` is already held as ``value`` (as stored)."""
         return key in self._row_of and self.values.get(key) == _held_value(value)
 
-    def upsert(self, key: str, value: dict[str, Any], vector: np.ndarray) -> None:
+    def upsert(
+        self,
+        key: str,
+        value: dict[str, Any],
+        vector: np.ndarray,
+        parts: np.ndarray | None = None,
+    ) -> None:
         """Add a memory, or replace the one stored under ``key`` (the same value again
-        changes nothing: a store read back what this index holds already)."""
+        changes nothing: a store read back what this index holds already). ``parts``: the
+        unit vectors of its ``said_parts``, one per row, if it has any."""
         if self.holds(key, value):
             return
         value = _held_value(value)
@@ -196,6 +246,8 @@ class UserIndex:
         sparse = self.encoder.encode_document(text)
         terms = dict(zip(sparse.indices, sparse.values, strict=True))
         self._append_vector(row, vector)
+        if parts is not None and parts.ndim == 2 and len(parts) and self._matrix.shape[1]:
+            self._append_parts(row, parts)
         self._alive[row] = True
         self._rows.keys.append(key)
         self._rows.at.append(str(value.get("at") or ""))
@@ -279,18 +331,56 @@ class UserIndex:
             self._asks = asks
         self._matrix[row] = vector
 
+    def _append_parts(self, row: int, parts: np.ndarray) -> None:
+        if parts.shape[1] != self._matrix.shape[1]:
+            return  # another embedding size: the memory ranks by its whole vector
+        first, end = self._parts_end, self._parts_end + len(parts)
+        if end > self._part_matrix.shape[0] or self._part_matrix.shape[1] != parts.shape[1]:
+            grown = np.zeros((max(64, 2 * end), parts.shape[1]), dtype=np.float32)
+            if self._part_matrix.shape[1] == parts.shape[1]:
+                grown[:first] = self._part_matrix[:first]
+            self._part_matrix = grown
+        self._part_matrix[first:end] = parts
+        self._parts_of[row] = (first, end)
+        self._parts_end = end
+        self._part_runs = None
+
+    def _best_parts(self, query_vector: np.ndarray, size: int) -> np.ndarray:
+        """Per row, the similarity of its best part to the query (-inf: no parts)."""
+        best = np.full(size, -np.inf, dtype=np.float64)
+        if not self._parts_of or query_vector.shape[0] != self._part_matrix.shape[1]:
+            return best
+        if self._part_runs is None:
+            runs = sorted((first, row) for row, (first, _) in self._parts_of.items())
+            self._part_runs = (
+                np.array([row for _, row in runs], dtype=np.int64),
+                np.array([first for first, _ in runs], dtype=np.int64),
+            )
+        rows, firsts = self._part_runs
+        sims = _dot(self._part_matrix[: self._parts_end], query_vector)
+        # each memory's parts are one run, the runs in order: the best of each at once
+        best[rows] = np.maximum.reduceat(sims, firsts)
+        return best
+
     def _compact_if_sparse(self) -> None:
         """Rebuild once dead rows outnumber live ones: each search scans every row."""
         if self._dead > 64 and self._dead > len(self._row_of):
             self._compact()
 
+    def _parts(self, row: int) -> np.ndarray | None:
+        span = self._parts_of.get(row)
+        return None if span is None else self._part_matrix[span[0] : span[1]].copy()
+
     def _compact(self) -> None:
         """Rebuild without dead rows (after many replacements or deletions)."""
-        live = [(k, self.values[k], self._matrix[self._row_of[k]]) for k in self._row_of]
+        live = [
+            (k, self.values[k], self._matrix[self._row_of[k]], self._parts(self._row_of[k]))
+            for k in self._row_of
+        ]
         kept = self.stamps, self.high_water, self.checked
         self.__init__(self.encoder, context=self.context)  # type: ignore[misc]
-        for key, value, vector in live:
-            self.upsert(key, value, vector)
+        for key, value, vector, parts in live:
+            self.upsert(key, value, vector, parts)
         self.stamps, self.high_water, self.checked = kept
 
     def session_window(self, back: int, current_thread: str = "") -> tuple[str, str] | None:
@@ -369,6 +459,8 @@ class UserIndex:
         similarity = np.zeros(size, dtype=np.float64)
         if query_vector.shape[0] == self._matrix.shape[1]:
             similarity = _dot(self._matrix[:size], query_vector)
+            best_part = self._best_parts(query_vector, size)
+            similarity += PART_WEIGHT * np.maximum(best_part - similarity, 0.0)
         bm25, share = self._lexical(list(self.encoder.query_terms(query)), size)
         alone = relevance(similarity, share)
         if self.context:
@@ -519,9 +611,10 @@ class UserIndex:
 
 
 def _held_value(value: dict[str, Any]) -> dict[str, Any]:
-    """A stored value as the index keeps it: without its packed vector, which the index
-    holds as a matrix row already (a 384-d vector packed is some 2 KB of text)."""
-    return {k: v for k, v in value.items() if k != "vector"} if "vector" in value else value
+    """A stored value as the index keeps it: without its packed vectors, which the index
+    holds as matrix rows already (a 384-d vector packed is some 2 KB of text)."""
+    packed = ("vector", "part_vectors")
+    return {k: v for k, v in value.items() if k not in packed} if "vector" in value else value
 
 
 def _held(value: dict[str, Any], seen: Collection[str]) -> bool:

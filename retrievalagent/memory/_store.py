@@ -59,6 +59,7 @@ from retrievalagent.memory._hybrid import (
     IndexCache,
     UserIndex,
     memory_fuser,
+    said_parts,
 )
 from retrievalagent.memory._hybrid import unit as _unit
 from retrievalagent.memory._plan import IO, Plan
@@ -84,7 +85,7 @@ _RECHECK_SECONDS = 30.0
 _LAG_US = 120_000_000
 
 _ItemT = TypeVar("_ItemT", bound=Item)
-_HIDDEN = frozenset({"text", "recall", "vector", "embedding_model"})
+_HIDDEN = frozenset({"text", "recall", "vector", "part_vectors", "embedding_model"})
 
 
 def _pack(vector: Sequence[float]) -> str:
@@ -96,6 +97,33 @@ def _unpack(value: Any) -> np.ndarray | None:
         return _unit(np.frombuffer(base64.b64decode(str(value)), dtype="<f4"))
     except (ValueError, TypeError):
         return None
+
+
+def _pack_parts(vectors: Sequence[Sequence[float]]) -> str:
+    """A memory's part vectors (``said_parts``), in half precision: they only rank, and a
+    memory has a few of them."""
+    return base64.b64encode(np.asarray(vectors, dtype="<f2").tobytes()).decode("ascii")
+
+
+def _unpack_parts(value: Any, dimension: int) -> np.ndarray | None:
+    """Part vectors as unit rows; None when there are none or they do not read back."""
+    if not value or dimension <= 0:
+        return None
+    try:
+        flat = np.frombuffer(base64.b64decode(str(value)), dtype="<f2").astype(np.float32)
+    except (ValueError, TypeError):
+        return None
+    if not flat.size or flat.size % dimension:
+        return None
+    return _unit_rows(flat.reshape(-1, dimension))
+
+
+def _unit_rows(vectors: Any) -> np.ndarray | None:
+    rows = np.asarray(vectors, dtype=np.float32)
+    if rows.ndim != 2 or not rows.size:
+        return None
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
 
 
 def _token(item: Any, ns: tuple[str, str] | None = None, key: str = "") -> str | None:
@@ -443,16 +471,34 @@ class StoreBackend(PlannedBackend):
             for it in items
             if it.value.get("embedding_model") == self.embedding_name
         }
+        parts: dict[str, np.ndarray | None] = {}
+        for it in items:
+            vector = vectors.get(it.key)
+            if vector is not None:
+                parts[it.key] = _unpack_parts(it.value.get("part_vectors"), vector.shape[0])
         stale = [it for it in items if vectors.get(it.key) is None]
         if stale:
             texts = [str(it.value.get("said") or it.value.get("text", "")) for it in stale]
-            fresh = yield self._embed_documents(texts)
-            vectors.update({it.key: _unit(v) for it, v in zip(stale, fresh, strict=True)})
+            fresh, fresh_parts = yield from self._embed_said(texts)
+            for it, vector, its_parts in zip(stale, fresh, fresh_parts, strict=True):
+                vectors[it.key], parts[it.key] = _unit(vector), _unit_rows(its_parts)
         with self.conversations.lock:
             for it in items:
                 vector = vectors.get(it.key)
                 if vector is not None:
-                    index.upsert(it.key, dict(it.value), vector)
+                    index.upsert(it.key, dict(it.value), vector, parts.get(it.key))
+
+    def _embed_said(self, texts: list[str]) -> Plan[tuple[list[Any], list[list[Any]]]]:
+        """What was said in each memory embedded whole, and its parts (``said_parts``),
+        all in one call: per text its vector and its parts' vectors."""
+        cut = [said_parts(text) for text in texts]
+        flat = yield self._embed_documents([*texts, *(part for parts in cut for part in parts)])
+        wholes, rest = list(flat[: len(texts)]), list(flat[len(texts) :])
+        out, start = [], 0
+        for parts in cut:
+            out.append(rest[start : start + len(parts)])
+            start += len(parts)
+        return wholes, out
 
     def _similar(
         self,
@@ -560,20 +606,22 @@ class StoreBackend(PlannedBackend):
         if not records:
             return []
         older = {r.key: found[r.key] for r in records if r.key in found and r.form == "fact"}
-        vectors = yield self._embed_documents([r.said or r.text for r in records])
+        vectors, parts = yield from self._embed_said([r.said or r.text for r in records])
         now = datetime.now(timezone.utc)
         values = {}
-        for record, vector in zip(records, vectors, strict=True):
+        for record, vector, its_parts in zip(records, vectors, parts, strict=True):
             value = record.value(iso(now))
             value["written_us"] = int(now.timestamp() * 1_000_000)
             value["history"] = _history(older.get(record.key), record.text)
             value["vector"], value["embedding_model"] = _pack(vector), self.embedding_name
+            if its_parts:
+                value["part_vectors"] = _pack_parts(its_parts)
             values[record.key] = value
         stamp = _stamp()
         ops: list[Any] = [PutOp(ns, key, value, index=False) for key, value in values.items()]
         yield self._batch([*ops, PutOp(stamps_ns, "added", stamp, index=False)])
         read_token = _token(read[0], stamps_ns, "added")
-        self._cache_written(user_id, values, vectors, read_token, stamp["token"])
+        self._cache_written(user_id, values, vectors, parts, read_token, stamp["token"])
         return [_value_hit(key, value, 1.0, "stored") for key, value in values.items()]
 
     def _cache_written(
@@ -581,6 +629,7 @@ class StoreBackend(PlannedBackend):
         user_id: str,
         values: dict[str, dict[str, Any]],
         vectors: list[list[float]],
+        parts: list[list[Any]],
         read_token: str | None,
         new_token: str,
     ) -> None:
@@ -590,8 +639,9 @@ class StoreBackend(PlannedBackend):
             index = self.conversations.get(user_id)
             if index is None:
                 return
-            for (key, value), vector in zip(values.items(), vectors, strict=True):
-                index.upsert(key, value, _unit(vector))
+            written = zip(values.items(), vectors, parts, strict=True)
+            for (key, value), vector, its_parts in written:
+                index.upsert(key, value, _unit(vector), _unit_rows(np.asarray(its_parts, "<f2")))
             if index.stamps[0] == read_token:
                 index.stamps = (new_token, index.stamps[1])
 
