@@ -1466,6 +1466,46 @@ def test_a_stated_fact_is_kept_linked_to_its_turn_and_a_newer_one_replaces_it(
     assert all(not line.endswith("] Runs PostgreSQL 13 on Debian 11.") for line in lines)
 
 
+def stored_text(store: Any) -> str:
+    """Everything a LangGraph store holds, as one text."""
+    return json.dumps(
+        [it.value for ns in store.list_namespaces() for it in store.search(ns, limit=100_000)]
+    )
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_forgetting_a_conversation_erases_its_fact_from_the_newer_ones_history(
+    build: Callable[..., Any], memory_of: Callable[..., Any], kind: str
+) -> None:
+    """A fact from t1 replaced by one from t2 lives on in the newer fact's history: forgetting
+    t1 erases it there too, and forgetting the user leaves nothing in the store."""
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+        ],
+    )
+    backend = memory_of(kind)
+    rag = build(model=model, **backend)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    (newer,) = facts_of(rag.list_memories("alice"))
+    assert [older["thread_id"] for older in newer["history"]] == ["t1"]
+    rag.forget("alice", thread_id="t1")
+    listed = rag.list_memories("alice")
+    assert "Debian 11" not in json.dumps(listed), listed
+    (newer,) = facts_of(listed)
+    assert newer["text"] == "Runs PostgreSQL 15." and newer["history"] == []
+    assert "Debian 11" not in stored_text(backend["memory_store"])
+    state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t3"))
+    assert "Debian 11" not in state.memory_context
+    rag.forget("alice")
+    assert rag.list_memories("alice") == []
+    assert "PostgreSQL" not in stored_text(backend["memory_store"])
+
+
 @pytest.mark.parametrize("kind", ["postgres_async"])
 async def test_facts_about_the_user_under_ainvoke(abuild: Callable[..., Any], kind: str) -> None:
     model = ScriptedChatModel(
