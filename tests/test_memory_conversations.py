@@ -1731,6 +1731,32 @@ def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
     assert datetime.fromisoformat(mine["at"]) == now
 
 
+def test_a_turn_keeps_the_named_zone_of_its_time_for_a_day_in_another_season(
+    build: Callable[..., Any],
+) -> None:
+    """configurable.now in America/New_York, asked in July (EDT) about a January day (EST):
+    the day is New York's January day, in the turn's prompt and answer as in
+    recall(now=...), not one a fixed July offset would make of it."""
+    from zoneinfo import ZoneInfo
+
+    new_york = ZoneInfo("America/New_York")
+    rag = build("store")
+    said_at = datetime(2026, 1, 10, 23, 30, tzinfo=new_york)  # Sat, 04:30 UTC on the 11th
+    rag.remember(
+        [{"role": "user", "content": "My printer jammed again, paper tray 3."}],
+        user_id="ann",
+        thread_id="jan",
+        at=said_at,
+    )
+    now = datetime(2026, 7, 1, 12, tzinfo=new_york)
+    question = "What did I tell you on January 10?"
+    assert [h["thread_id"] for h in rag.recall(question, user_id="ann", now=now)] == ["jan"]
+    state = rag.invoke(question, cfg("ann", "jul", now=now))
+    lines = conversation_lines(state.memory_context)
+    assert lines and lines[0].startswith("- [2026-01-10 (Sat)] user: My printer jammed"), lines
+    assert "2026-01-10" in state.answer and "2026-01-11" not in state.answer, state.answer
+
+
 @pytest.mark.parametrize(
     ("metadata", "kind"),
     [("slack", "store"), ({"ts": datetime(2026, 1, 5, tzinfo=timezone.utc)}, "postgres")],
