@@ -1135,6 +1135,26 @@ def test_forgetting_a_conversation_never_erases_a_preference(
     assert kinds == ["conversation", "preference"]
 
 
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_chat_history_is_not_recalled_again_as_an_earlier_conversation(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """chat(question, history=...) shows the history's turns to the model: they are not
+    recalled again as an earlier conversation (they come without message ids, and get new
+    ones each call), while what was said in another conversation still is."""
+    model = ScriptedChatModel(replies=[REPLY])
+    rag = build(kind, model=model)
+    rag.invoke(S3_STATEMENT, cfg("alice", "monday"))
+    reply = rag.chat(STATEMENT, config=cfg("alice"))
+    question = "What did I tell you about my backups and my PostgreSQL cluster?"
+    rag.chat(question, history=[("user", STATEMENT), ("assistant", reply)], config=cfg("alice"))
+    prompt = model.inputs("answer")[-1]
+    assert STATEMENT in prompt_text(prompt)  # the history's turn is shown
+    lines = conversation_lines(system_text(prompt))
+    assert not any(SAID in line for line in lines), lines
+    assert any(S3_SAID in line for line in lines), lines
+
+
 @pytest.mark.parametrize("kind", ["store", "postgres"])
 def test_two_processes_over_one_store_see_each_others_writes_and_erasures(
     make_agent: Callable[..., Any], request: pytest.FixtureRequest, kind: str

@@ -485,6 +485,14 @@ class Nodes:
         # the budget trims from a long thread is recalled like any other past exchange
         shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
         seen = [str(m.id) for m in shown if getattr(m, "id", None)]
+        # history given without ids (``chat``'s pairs) has new ones each call: its exchanges
+        # are known by their words too, as memory writes them
+        said = [s for i, m in enumerate(shown) if (s := _said(m, i)) is not None]
+        if said:
+            written = ConversationWriter.exchanges(
+                said, user_id=state["user_id"], thread_id=thread_id
+            )
+            seen += [r.text for r in written]
         request = reader.request(
             state["question"], state["user_id"], thread_id=thread_id, seen=seen, now=now
         )

@@ -134,7 +134,8 @@ class MemoryRecord:
 class RecallRequest:
     """What one turn asks of memory: facts close to ``query`` or keyed by one of ``keys``,
     every preference of the user, and up to ``conversations`` conversation memories from
-    other conversations than ``thread_id`` (``seen``: ids of the messages it holds)."""
+    other conversations than ``thread_id`` (``seen``: ids of the messages it holds, and the
+    texts of its exchanges as memory writes them)."""
 
     query: str
     user_id: str
