@@ -1173,6 +1173,26 @@ def test_forgetting_a_conversation_never_erases_a_preference(
     assert kinds == ["conversation", "preference"]
 
 
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_chat_history_is_not_recalled_again_as_an_earlier_conversation(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """chat(question, history=...) shows the history's turns to the model: they are not
+    recalled again as an earlier conversation (they come without message ids, and get new
+    ones each call), while what was said in another conversation still is."""
+    model = ScriptedChatModel(replies=[REPLY])
+    rag = build(kind, model=model)
+    rag.invoke(S3_STATEMENT, cfg("alice", "monday"))
+    reply = rag.chat(STATEMENT, config=cfg("alice"))
+    question = "What did I tell you about my backups and my PostgreSQL cluster?"
+    rag.chat(question, history=[("user", STATEMENT), ("assistant", reply)], config=cfg("alice"))
+    prompt = model.inputs("answer")[-1]
+    assert STATEMENT in prompt_text(prompt)  # the history's turn is shown
+    lines = conversation_lines(system_text(prompt))
+    assert not any(SAID in line for line in lines), lines
+    assert any(S3_SAID in line for line in lines), lines
+
+
 @pytest.mark.parametrize("kind", ["store", "postgres"])
 def test_two_processes_over_one_store_see_each_others_writes_and_erasures(
     make_agent: Callable[..., Any], request: pytest.FixtureRequest, kind: str
@@ -1504,6 +1524,46 @@ def test_a_stated_fact_is_kept_linked_to_its_turn_and_a_newer_one_replaces_it(
     assert all(not line.endswith("] Runs PostgreSQL 13 on Debian 11.") for line in lines)
 
 
+def stored_text(store: Any) -> str:
+    """Everything a LangGraph store holds, as one text."""
+    return json.dumps(
+        [it.value for ns in store.list_namespaces() for it in store.search(ns, limit=100_000)]
+    )
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_forgetting_a_conversation_erases_its_fact_from_the_newer_ones_history(
+    build: Callable[..., Any], memory_of: Callable[..., Any], kind: str
+) -> None:
+    """A fact from t1 replaced by one from t2 lives on in the newer fact's history: forgetting
+    t1 erases it there too, and forgetting the user leaves nothing in the store."""
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+        ],
+    )
+    backend = memory_of(kind)
+    rag = build(model=model, **backend)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    (newer,) = facts_of(rag.list_memories("alice"))
+    assert [older["thread_id"] for older in newer["history"]] == ["t1"]
+    rag.forget("alice", thread_id="t1")
+    listed = rag.list_memories("alice")
+    assert "Debian 11" not in json.dumps(listed), listed
+    (newer,) = facts_of(listed)
+    assert newer["text"] == "Runs PostgreSQL 15." and newer["history"] == []
+    assert "Debian 11" not in stored_text(backend["memory_store"])
+    state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t3"))
+    assert "Debian 11" not in state.memory_context
+    rag.forget("alice")
+    assert rag.list_memories("alice") == []
+    assert "PostgreSQL" not in stored_text(backend["memory_store"])
+
+
 @pytest.mark.parametrize("kind", ["postgres_async"])
 async def test_facts_about_the_user_under_ainvoke(abuild: Callable[..., Any], kind: str) -> None:
     model = ScriptedChatModel(
@@ -1727,6 +1787,32 @@ def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
     # what this turn said is remembered at its time (stored in UTC, the same moment)
     (mine,) = [m for m in rag.list_memories("kenji") if m["thread_id"] == "t"]
     assert datetime.fromisoformat(mine["at"]) == now
+
+
+def test_a_turn_keeps_the_named_zone_of_its_time_for_a_day_in_another_season(
+    build: Callable[..., Any],
+) -> None:
+    """configurable.now in America/New_York, asked in July (EDT) about a January day (EST):
+    the day is New York's January day, in the turn's prompt and answer as in
+    recall(now=...), not one a fixed July offset would make of it."""
+    from zoneinfo import ZoneInfo
+
+    new_york = ZoneInfo("America/New_York")
+    rag = build("store")
+    said_at = datetime(2026, 1, 10, 23, 30, tzinfo=new_york)  # Sat, 04:30 UTC on the 11th
+    rag.remember(
+        [{"role": "user", "content": "My printer jammed again, paper tray 3."}],
+        user_id="ann",
+        thread_id="jan",
+        at=said_at,
+    )
+    now = datetime(2026, 7, 1, 12, tzinfo=new_york)
+    question = "What did I tell you on January 10?"
+    assert [h["thread_id"] for h in rag.recall(question, user_id="ann", now=now)] == ["jan"]
+    state = rag.invoke(question, cfg("ann", "jul", now=now))
+    lines = conversation_lines(state.memory_context)
+    assert lines and lines[0].startswith("- [2026-01-10 (Sat)] user: My printer jammed"), lines
+    assert "2026-01-10" in state.answer and "2026-01-11" not in state.answer, state.answer
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from retrievalagent.types import Grade
+from tests.support.chat import ScriptedChatModel, question_of
 from tests.support.memory import mem0_config
 
 PRIVATE = "My divorce hearing is on 3 June and my lawyer is Ana Costa."
@@ -74,6 +76,46 @@ def test_forgetting_one_conversation_erases_its_words_and_keeps_the_rest(
     assert all(
         "divorce" not in hit["text"] for hit in rag.recall("divorce hearing", user_id="alice")
     )
+
+
+LANGUAGES = {
+    "I prefer answers in German.": "Answer in German.",
+    "Please answer in French from now on.": "Answer in French.",
+}
+
+
+def language_grade(messages: list[Any]) -> Grade:
+    """A grader that learns the language a user asks for (a preference on one subject)."""
+    fact = LANGUAGES.get(question_of(messages))
+    if fact is None:
+        return Grade(sufficient=True, confidence=0.9)
+    return Grade(
+        sufficient=True,
+        confidence=0.9,
+        memory_worth_storing=True,
+        memory_kind="preference",
+        memory_key="language",
+        memory_confidence=0.95,
+        memory_fact=fact,
+    )
+
+
+def test_a_replaced_preference_leaves_no_words_once_the_user_is_forgotten(
+    make_agent: Callable[..., Any], tmp_path: Path
+) -> None:
+    """A newer preference replaces the older one; forgetting the user then erases both
+    from disk, the replaced one included (mem0's history kept it under its old id)."""
+    model = ScriptedChatModel(replies=["Noted."], grades=[language_grade])
+    data = tmp_path / "data"
+    rag = make_agent("erase", memory=True, data_dir=data, model=model, memory_conversations=False)
+    config = {"configurable": {"user_id": "alice"}}
+    rag.invoke("I prefer answers in German.", config)
+    rag.invoke("Please answer in French from now on.", config)
+    assert [m["text"] for m in rag.list_memories("alice")] == ["Answer in French."]
+    assert rag.forget("alice") == 1
+    assert rag.list_memories("alice") == []
+    assert not words_on_disk(data, "Answer in French.")
+    assert not words_on_disk(data, "Answer in German.")
 
 
 async def test_async_forget_erases_the_words_too(

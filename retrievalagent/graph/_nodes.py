@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -205,9 +206,19 @@ def _asked_at(config: RunnableConfig) -> str:
         raise ConfigError(str(exc)) from None
 
 
-def _who_and_when(config: RunnableConfig) -> tuple[str, str]:
-    """The turn's user and time, from its config (``ConfigError`` naming a bad one)."""
-    return user_id_from_config(config), _asked_at(config)
+def _asked_zone(config: RunnableConfig) -> str:
+    """The IANA name of ``configurable.now``'s zone ("" without one, or for an offset): the
+    ISO time in ``asked_at`` keeps only its offset, and a date asked about in another
+    season (January, asked in July in New York) needs that season's."""
+    given = ((config or {}).get("configurable") or {}).get("now")
+    zone = given.tzinfo if isinstance(given, datetime) else None
+    return zone.key if isinstance(zone, ZoneInfo) else ""
+
+
+def _who_and_when(config: RunnableConfig) -> tuple[str, str, str]:
+    """The turn's user, time and time zone name, from its config (``ConfigError`` naming a
+    bad one)."""
+    return user_id_from_config(config), _asked_at(config), _asked_zone(config)
 
 
 def _thread_of(config: RunnableConfig | None) -> str:
@@ -217,6 +228,16 @@ def _thread_of(config: RunnableConfig | None) -> str:
 
 def _turn_time(state: AgentState) -> str:
     return state.get("asked_at") or iso(datetime.now(timezone.utc))
+
+
+def _turn_moment(state: AgentState) -> datetime:
+    """When the turn is asked, in its named zone when ``configurable.now`` had one, so the
+    days it names and the dates it shows are reckoned as ``recall(now=...)`` reckons them."""
+    moment = datetime.fromisoformat(_turn_time(state))
+    try:
+        return moment.astimezone(ZoneInfo(zone)) if (zone := state.get("asked_zone")) else moment
+    except (ZoneInfoNotFoundError, ValueError):
+        return moment
 
 
 def _local(at: str, zone: tzinfo | None) -> str:
@@ -332,18 +353,19 @@ class Nodes:
     def _prepared(
         self,
         state: AgentState,
-        who: tuple[str, str],
+        who: tuple[str, str, str],
         question: str,
         title: str,
         update: dict[str, Any],
         start: float,
         meter: Meter,
     ) -> dict[str, Any]:
-        user_id, asked_at = who
+        user_id, asked_at, asked_zone = who
         event: PrepareEvent = {"node": "prepare", "user_id": user_id, "ms": _ms(start)}
         update.update(
             {
                 "asked_at": asked_at,
+                "asked_zone": asked_zone,
                 "question": question,
                 "query": question,
                 "user_id": user_id,
@@ -457,12 +479,20 @@ class Nodes:
         """What to recall for this turn, or None without a memory backend."""
         if (reader := self.components.reader) is None:
             return None
-        start, now = time.perf_counter(), datetime.fromisoformat(_turn_time(state))
+        start, now = time.perf_counter(), _turn_moment(state)
         thread_id = _thread_of(config)
         # the turns the answer prompt will show (the history its token budget keeps): one
         # the budget trims from a long thread is recalled like any other past exchange
         shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
         seen = [str(m.id) for m in shown if getattr(m, "id", None)]
+        # history given without ids (``chat``'s pairs) has new ones each call: its exchanges
+        # are known by their words too, as memory writes them
+        said = [s for i, m in enumerate(shown) if (s := _said(m, i)) is not None]
+        if said:
+            written = ConversationWriter.exchanges(
+                said, user_id=state["user_id"], thread_id=thread_id
+            )
+            seen += [r.text for r in written]
         request = reader.request(
             state["question"], state["user_id"], thread_id=thread_id, seen=seen, now=now
         )
@@ -612,7 +642,7 @@ class Nodes:
     # -- generate ------------------------------------------------------------------------
     def _request(self, state: AgentState, answer: str = "") -> AnswerRequest:
         dense_scores = {h["id"]: h["score"] for h in state.get("dense_hits") or []}
-        zone = datetime.fromisoformat(_turn_time(state)).tzinfo
+        zone = _turn_moment(state).tzinfo
         return AnswerRequest(
             question=state["question"],
             query=state.get("query") or state["question"],

@@ -51,6 +51,7 @@ class AgentState(TypedDict, total=False):
     rewrite_history: list[str]
     # this turn
     asked_at: str  # when it counts as asked (ISO 8601 in configurable.now's zone, else UTC)
+    asked_zone: str  # configurable.now's IANA zone name ("" for none or a fixed offset)
     question: str
     query: str
     user_id: str

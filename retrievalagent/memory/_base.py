@@ -134,7 +134,8 @@ class MemoryRecord:
 class RecallRequest:
     """What one turn asks of memory: facts close to ``query`` or keyed by one of ``keys``,
     every preference of the user, and up to ``conversations`` conversation memories from
-    other conversations than ``thread_id`` (``seen``: ids of the messages it holds)."""
+    other conversations than ``thread_id`` (``seen``: ids of the messages it holds, and the
+    texts of its exchanges as memory writes them)."""
 
     query: str
     user_id: str
@@ -360,6 +361,12 @@ class PlannedBackend(ABC):
     def _delete(self, user_id: str, ids: builtins.list[str]) -> IO:
         """The I/O that deletes the user's memories ``ids``."""
 
+    @abstractmethod
+    def _rewrite_history(
+        self, user_id: str, histories: dict[str, builtins.list[dict[str, Any]]]
+    ) -> Plan[None]:
+        """Give the user's memories (by id) these histories, the rest of each unchanged."""
+
     def _search(
         self, query: str, user_id: str, limit: int
     ) -> Plan[tuple[builtins.list[MemoryHit], int]]:
@@ -384,6 +391,16 @@ class PlannedBackend(ABC):
             if (memory_id is None or h.id == memory_id)
             and (thread_id is None or h.thread_id == thread_id)
         ]
+        if thread_id is not None and memory_id is None:
+            # a fact that replaced one drawn from this conversation keeps its words in its
+            # history: they go with the conversation, the newer fact stays
+            histories = {
+                h.id: [e for e in _history_of(h) if _thread_of(e) != thread_id]
+                for h in hits
+                if h.id not in ids and any(_thread_of(e) == thread_id for e in _history_of(h))
+            }
+            if histories:
+                yield from self._rewrite_history(user_id, histories)
         if ids:
             yield self._delete(user_id, ids)
         return len(ids)
@@ -434,6 +451,15 @@ class PlannedBackend(ABC):
         self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
     ) -> int:
         return await arun(self._forget(user_id, memory_id, thread_id))
+
+
+def _history_of(hit: MemoryHit) -> builtins.list[dict[str, Any]]:
+    history = hit.metadata.get("history")
+    return [e for e in history if isinstance(e, dict)] if isinstance(history, list) else []
+
+
+def _thread_of(entry: dict[str, Any]) -> str:
+    return str(entry.get("thread_id") or "")
 
 
 def said_until(request: RecallRequest) -> str:

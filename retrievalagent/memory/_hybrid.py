@@ -448,8 +448,9 @@ class UserIndex:
     ) -> list[Candidate]:
         """The ``limit`` best memories for ``query``: those said within ``window`` first
         (when any are), each part in fused order. Memories of ``thread_id`` drawn only from
-        messages in ``seen`` (ids of the messages of this thread the answer prompt shows)
-        are left out: the model sees those turns already; so are those said after
+        messages in ``seen`` (ids of the messages of this thread the answer prompt shows,
+        and the texts of its exchanges) are left out: the model sees those turns already;
+        so are those said after
         ``until`` (a UTC time as ``iso`` writes it: a turn replayed at its time), before
         ranking, so that they take no place among the candidates."""
         size = len(self._rows.keys)
@@ -492,7 +493,7 @@ class UserIndex:
             if self._at is None:
                 self._at = np.array(self._rows.at, dtype=str)
             alive &= (self._at <= until) | (self._at == "")
-        for row in self._thread_rows.get(thread_id, []) if thread_id and seen else []:
+        for row in self._thread_rows.get(thread_id, []) if seen else []:
             if _held(self.values_at(row), seen):
                 alive[row] = False
         return alive
@@ -619,7 +620,10 @@ def _held_value(value: dict[str, Any]) -> dict[str, Any]:
 
 def _held(value: dict[str, Any], seen: Collection[str]) -> bool:
     """Whether every message a memory was drawn from is one of ``seen`` (by message id;
-    a memory with a message without an id is never held)."""
+    a memory with a message without an id is never held), or its text is (an exchange as
+    memory writes it: history given again without its ids)."""
+    if str(value.get("text") or "") in seen:
+        return True
     ids = value.get("message_ids")
     sources = value.get("sources")
     if not isinstance(ids, list) or not ids or not isinstance(sources, list):

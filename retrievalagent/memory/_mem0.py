@@ -185,7 +185,7 @@ class Mem0Backend(PlannedBackend):
         self.encoder = encoder or LexicalEncoder()
         self.fuser = fuser or memory_fuser()
         self._methods = {
-            name: _pick(memory, name) for name in ("search", "add", "get_all", "delete")
+            name: _pick(memory, name) for name in ("search", "add", "get_all", "delete", "update")
         }
         if not all(any(self._methods[n]) for n in ("search", "add")):
             raise TypeError(
@@ -408,7 +408,7 @@ class Mem0Backend(PlannedBackend):
             kwargs["infer"] = self.infer
         yield self._call("add", messages, **kwargs)
         if older:  # replaced: the new one is stored, now the old ones go
-            yield all_of([self._call("delete", h.id) for h in older])
+            yield self._erase(user, [h.id for h in older], messages=False)
 
     # -- conversation memory --------------------------------------------------------------
     def _add_conversations(self, records: list[ConversationRecord]) -> Plan[list[MemoryHit]]:
@@ -436,7 +436,7 @@ class Mem0Backend(PlannedBackend):
                 added = yield self._add_conversation(record, user, metadata)
                 stored += self._hits(_with_metadata(added, metadata), user, "stored")
                 if replaced and any(self._methods["delete"]):
-                    yield all_of([self._call("delete", h.id) for h in replaced])
+                    yield self._erase(user, [h.id for h in replaced], messages=False)
         return stored
 
     @staticmethod
@@ -494,8 +494,13 @@ class Mem0Backend(PlannedBackend):
         return newest_said_first(hits)
 
     def _delete(self, user_id: str, ids: list[str]) -> IO:
+        return self._erase(mem0_user(user_id), ids, messages=True)
+
+    def _erase(self, user: str, ids: list[str], *, messages: bool) -> IO:
+        """Delete memories and what mem0's history keeps of them (a replaced one's too: its
+        id is gone, so forgetting the user later could not reach its words)."""
         deleted = all_of([self._call("delete", i) for i in ids])
-        purge = functools.partial(_purge_local_history, self.memory, mem0_user(user_id), ids)
+        purge = functools.partial(_purge_local_history, self.memory, user, ids, messages)
 
         def blocking() -> Any:
             result = deleted.sync()
@@ -509,15 +514,26 @@ class Mem0Backend(PlannedBackend):
 
         return IO(blocking, awaited)
 
+    def _rewrite_history(
+        self, user_id: str, histories: dict[str, list[dict[str, Any]]]
+    ) -> Plan[None]:
+        # only a fact written with the agent's extractor keeps a history (mem0's own
+        # extraction writes none): a mem0 without update() never has one to rewrite
+        if any(self._methods["update"]):
+            yield all_of(
+                [self._call("update", key, metadata={"history": h}) for key, h in histories.items()]
+            )
 
-def _purge_local_history(memory: Any, user: str, ids: list[str]) -> None:
+
+def _purge_local_history(memory: Any, user: str, ids: list[str], messages: bool = True) -> None:
     """Erase what mem0's own SQLite history keeps of deleted memories.
 
     mem0 logs every memory's text in a ``history`` table (on ADD, and again on DELETE) and
     the user's last messages in a ``messages`` table; its ``delete`` leaves both. Erasing a
     memory must erase its words, so the rows of these ids, and the user's saved messages
-    (a cache of context for mem0's extraction), go too. A history that is not mem0's
-    local SQLite one (another store, an older mem0) is left to its owner."""
+    (a cache of context for mem0's extraction; kept with ``messages=False``, when a newer
+    memory replaces one), go too. A history that is not mem0's local SQLite one (another
+    store, an older mem0) is left to its owner."""
     db = getattr(memory, "db", None)
     connection, lock = getattr(db, "connection", None), getattr(db, "_lock", None)
     if connection is None or lock is None or not ids:
@@ -532,7 +548,8 @@ def _purge_local_history(memory: Any, user: str, ids: list[str]) -> None:
     with lock:
         connection.executemany("DELETE FROM history WHERE memory_id = ?", [(i,) for i in ids])
         tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master")}
-        if "messages" in tables:  # scopes end with the user: agent_id, run_id, user_id
+        # scopes end with the user: agent_id, run_id, user_id
+        if messages and "messages" in tables:
             connection.execute(
                 "DELETE FROM messages WHERE session_scope = ? OR session_scope LIKE ? ESCAPE '\\'",
                 (scope, "%&" + scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),

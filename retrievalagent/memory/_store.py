@@ -675,6 +675,20 @@ class StoreBackend(PlannedBackend):
 
         return IO(lambda: forgotten(deleted.sync()), adeleted)
 
+    def _rewrite_history(
+        self, user_id: str, histories: dict[str, list[dict[str, Any]]]
+    ) -> Plan[None]:
+        ns = self.namespace(user_id, CONVERSATIONS)
+        found = yield self._batch([GetOp(ns, key) for key in histories])
+        ops: list[Any] = [
+            PutOp(ns, it.key, {**it.value, "history": histories[it.key]}, index=False)
+            for it in self._own(found, ns)
+        ]
+        # an erasure: every process reads the user's conversation memory again
+        ops.append(PutOp(self.namespace(user_id, STAMPS), "erased", _stamp(), index=False))
+        yield self._batch(ops)
+        self.conversations.drop(user_id)
+
 
 def _history(older: Item | None, text: str) -> list[dict[str, Any]]:
     """A replaced fact's history: the older one's, then the older one itself."""
