@@ -1691,6 +1691,26 @@ def test_a_turn_reckons_yesterday_and_today_in_the_zone_of_its_time(
     assert datetime.fromisoformat(mine["at"]) == now
 
 
+def test_a_conversation_dated_by_its_day_alone_reads_as_that_day_in_any_zone(
+    build: Callable[..., Any],
+) -> None:
+    """``at="2026-03-14"`` is that day for a user asking in New York as in Tokyo: read as
+    midnight UTC it was the 13th in New York, shown so and missed by "on March 14"."""
+    rag = build("store")
+    rag.remember(
+        [{"role": "user", "content": "My printer jammed again, paper tray 3."}],
+        user_id="ann",
+        thread_id="mar",
+        at="2026-03-14",
+    )
+    for zone in ("-05:00", "+09:00", "+00:00"):
+        now = f"2026-03-20T12:00:00{zone}"
+        state = rag.invoke("What did I tell you on March 14?", cfg("ann", f"t{zone}", now=now))
+        lines = conversation_lines(state.memory_context)
+        first = "- [2026-03-14 (Sat)] user: My printer jammed again, paper tray 3."
+        assert lines[:1] == [first], (zone, lines)
+
+
 @pytest.mark.parametrize(
     ("metadata", "kind"),
     [("slack", "store"), ({"ts": datetime(2026, 1, 5, tzinfo=timezone.utc)}, "postgres")],

@@ -126,18 +126,36 @@ def parse_time(value: datetime | str | None, what: str = "at", *, past: bool = F
     return moment
 
 
+#: The time a date given alone (``at="2026-03-14"``) stands for.
+_NOON = time(12, tzinfo=timezone.utc)
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _parsed(value: datetime | str | None, what: str) -> datetime:
     if value is None:
         return datetime.now(timezone.utc)
+    given = value
     if isinstance(value, str):
         text = value.strip()
         try:
-            value = datetime.fromisoformat(
-                text.replace("Z", "+00:00") if text.endswith("Z") else text
-            )
+            if _is_date(text):
+                # that day in every zone within 12 h of UTC: midnight UTC is the day
+                # before in New York, so "what did I say on March 14?" missed it
+                value = datetime.combine(date.fromisoformat(text), _NOON)
+            else:
+                value = datetime.fromisoformat(
+                    text.replace("Z", "+00:00") if text.endswith("Z") else text
+                )
         except ValueError:
             raise ValueError(
-                f"{what}={value!r} is not an ISO 8601 date or time (e.g. '2026-03-14T09:30:00+01:00')"
+                f"{what}={given!r} is not an ISO 8601 date or time (e.g. '2026-03-14T09:30:00+01:00')"
             ) from None
     if not isinstance(value, datetime):
         raise TypeError(
