@@ -2131,6 +2131,22 @@ def test_a_conversation_from_the_first_millennium_keeps_its_date() -> None:
     assert stored["at"].startswith("0001-01-01T00:00:00")
 
 
+def test_a_time_at_the_calendars_ends_answers_or_is_refused_never_overflows() -> None:
+    """``now`` at 0001-01-01: "yesterday" and "last year" name no day there, so they give
+    no window and the turn answers (an OverflowError failed it); a time with no UTC form,
+    or too late to reckon a day after, is a ConfigError naming it."""
+    rag = make_offline_store_agent()
+    rag.add_documents(PG_DOCS)
+    asked = "What did I say yesterday about the backups?"
+    state = rag.invoke(asked, cfg("y", "t1", now="0001-01-01T00:00:00Z"))
+    assert "pg_basebackup" in state.answer
+    assert rag.recall("What did I say last year?", user_id="y", now="0001-06-01T00:00:00Z")
+    with pytest.raises(ConfigError, match=r"now='0001-01-01T03:00:00\+05:00' is outside"):
+        rag.recall(asked, user_id="y", now="0001-01-01T03:00:00+05:00")
+    with pytest.raises(ConfigError, match=r"now='9999-12-31T23:00:00Z' is outside"):
+        rag.recall(asked, user_id="y", now="9999-12-31T23:00:00Z")
+
+
 def test_a_fact_about_the_user_keeps_no_secret_from_its_message(build: Callable[..., Any]) -> None:
     """A fact drawn from a message keeps that message's metadata as its source: masked
     as the exchange's is."""
