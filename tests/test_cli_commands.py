@@ -381,6 +381,13 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
         str(_jsonl(tmp_path / "blocks.jsonl", {"role": "user", "content": [1, "hi"]})): (
             "blocks.jsonl line 1: message 0's content list holds a int value"
         ),
+        str(
+            _jsonl(
+                tmp_path / "unread.jsonl",
+                good,
+                {"role": "user", "content": [{"type": "text", "text": {"annotations": []}}]},
+            )
+        ): "unread.jsonl line 2: message 1's content block 0 holds no text that can be read",
         str(_jsonl(tmp_path / "who.jsonl", {**good, "name": {"first": "Bob"}})): (
             "who.jsonl line 1: message 0's name must be text, not dict"
         ),

@@ -2147,6 +2147,45 @@ def test_a_time_at_the_calendars_ends_answers_or_is_refused_never_overflows() ->
         rag.recall(asked, user_id="y", now="9999-12-31T23:00:00Z")
 
 
+def test_assistants_api_text_blocks_are_remembered_and_unreadable_ones_refused() -> None:
+    """OpenAI Assistants messages hold ``{"type": "text", "text": {"value": ...}}``: their
+    words are stored and recalled (they were dropped while the import reported success);
+    a text block with no words to read is an error naming the message, nothing stored,
+    while a live turn holding one still answers."""
+    rag = make_offline_store_agent()
+    rag.add_documents(PG_DOCS)
+
+    def blocks(text: Any) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": text}]
+
+    printer = {"value": "My printer is an HP LaserJet 4 on floor 3.", "annotations": []}
+    rag.remember(
+        [
+            {"role": "user", "content": blocks(printer)},
+            {"role": "assistant", "content": blocks({"value": "Noted.", "annotations": []})},
+        ],
+        user_id="oa",
+        thread_id="asst",
+    )
+    (hit,) = rag.recall("Which printer do I have?", user_id="oa")
+    assert hit["text"] == "user: My printer is an HP LaserJet 4 on floor 3. / assistant: Noted."
+    for unreadable in ({"annotations": []}, None, ["words"]):
+        with pytest.raises(ConfigError, match=r"message 1's content block 0 holds no text"):
+            rag.remember(
+                [
+                    {"role": "user", "content": "hi"},
+                    {"role": "user", "content": blocks(unreadable)},
+                ],
+                user_id="bad",
+                thread_id="t",
+            )
+    with pytest.raises(ConfigError, match=r"message 0's content block 1 holds no text"):
+        rag.remember([HumanMessage(["My car is red.", {"type": "text"}])], user_id="bad")
+    assert rag.list_memories("bad") == []
+    question = HumanMessage([{"type": "text", "text": STATEMENT}, *blocks({"x": 1})])
+    assert "pg_dump" in rag.invoke({"messages": [question]}, cfg("live", "t")).answer
+
+
 def test_a_fact_about_the_user_keeps_no_secret_from_its_message(build: Callable[..., Any]) -> None:
     """A fact drawn from a message keeps that message's metadata as its source: masked
     as the exchange's is."""

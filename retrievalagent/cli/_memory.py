@@ -356,7 +356,7 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
                 "; what else a message should keep goes in 'metadata'",
             )
         try:
-            said_of(message, position)
+            said_of(message, position, strict=True)
         except ValueError as exc:
             raise ConfigError(f"{path} line {line}: {exc}") from None
     try:
