@@ -2186,6 +2186,26 @@ def test_assistants_api_text_blocks_are_remembered_and_unreadable_ones_refused()
     assert "pg_dump" in rag.invoke({"messages": [question]}, cfg("live", "t")).answer
 
 
+def test_metadata_given_on_a_langchain_message_comes_back_as_its_source() -> None:
+    """``HumanMessage(..., metadata={...})`` is taken by LangChain as an extra field: it
+    comes back in ``sources`` (it was dropped; only ``additional_kwargs["metadata"]`` was
+    read), beside that one; not a dict, it is refused by remember and left out by a turn."""
+    rag = make_offline_store_agent()
+    rag.add_documents(PG_DOCS)
+    (stored,) = rag.remember([HumanMessage(STATEMENT, metadata={"msg": 1})], user_id="lc")
+    assert stored["sources"] == [{"msg": 1}]
+    both = HumanMessage(FOLLOW_UP, metadata={"msg": 2}, additional_kwargs={"metadata": {"ts": 3}})
+    (stored,) = rag.remember([both], user_id="lc", thread_id="t")
+    assert stored["sources"] == [{"msg": 2, "ts": 3}]
+    with pytest.raises(ConfigError, match="message 0's metadata must be a dict, not str"):
+        rag.remember([HumanMessage(STATEMENT, metadata="slack")], user_id="bad")
+    state = rag.invoke({"messages": [HumanMessage(STATEMENT, metadata="slack")]}, cfg("bad", "t"))
+    assert "pg_dump" in state.answer
+    assert rag.drain_background(10)["failed"] == 0
+    (kept,) = said(rag.list_memories("bad"))
+    assert kept["sources"][0]["role"] == "user"
+
+
 def test_a_fact_about_the_user_keeps_no_secret_from_its_message(build: Callable[..., Any]) -> None:
     """A fact drawn from a message keeps that message's metadata as its source: masked
     as the exchange's is."""

@@ -168,9 +168,9 @@ def _block_text(block: Any) -> str | None:
 def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None:
     """A LangChain message or an OpenAI-style dict as a ``Said`` (None for system and tool
     messages, which are not something a person said); ``ValueError`` naming ``position``
-    for anything else. ``strict`` (``remember``, ``memory import``): a text block whose
-    words cannot be read is an error too, not left out; a live turn leaves it out, since
-    what memory cannot keep must not fail the answer."""
+    for anything else. ``strict`` (``remember``, ``memory import``): metadata that is not
+    a JSON dict and a text block whose words cannot be read are errors too; a live turn
+    leaves them out, since what memory cannot keep must not fail the answer."""
     if isinstance(message, Mapping):
         role = str(message.get("role") or "")
         content, name = message.get("content"), message.get("name")
@@ -182,7 +182,10 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
         if role == "chat":  # a ChatMessage names its own role
             role = str(getattr(message, "role", "") or role)
         extra = getattr(message, "additional_kwargs", None) or {}
-        metadata, ident = extra.get("metadata"), getattr(message, "id", None)
+        # HumanMessage(..., metadata={...}) keeps it as an extra field, beside the
+        # additional_kwargs["metadata"] LangChain's own code uses: both are read
+        metadata = _both(getattr(message, "metadata", None), extra.get("metadata"))
+        ident = getattr(message, "id", None)
     else:
         raise ValueError(
             f"message {position} must be a LangChain message or a dict with 'role' and "
@@ -195,11 +198,7 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
             f"message {position} has role {role!r}; accepted: user, assistant (human, ai), "
             "or system/tool (skipped)"
         )
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise ValueError(
-            f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
-        )
-    _check_json(metadata, position)
+    metadata = _checked_metadata(metadata, position, strict)
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
     _check_fields(position, content, name, ident, strict)
@@ -213,6 +212,16 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
         metadata=dict(metadata or {}),
         id=str(ident or ""),
     )
+
+
+def _both(field: Any, kwargs: Any) -> Any:
+    """A LangChain message's metadata given as its own field and in ``additional_kwargs``,
+    as one dict (the latter's keys win); one that is not a dict is returned, to be named."""
+    if field is None or kwargs is None:
+        return kwargs if field is None else field
+    if isinstance(field, Mapping) and isinstance(kwargs, Mapping):
+        return {**field, **kwargs}
+    return kwargs if isinstance(field, Mapping) else field
 
 
 def _check_fields(position: int, content: Any, name: Any, ident: Any, strict: bool) -> None:
@@ -245,6 +254,22 @@ def _check_fields(position: int, content: Any, name: Any, ident: Any, strict: bo
         raise ValueError(
             f"message {position}'s id must be text or a number, not {type(ident).__name__}"
         )
+
+
+def _checked_metadata(metadata: Any, position: int, strict: bool) -> Mapping[str, Any] | None:
+    """``metadata`` if it is a JSON dict; else ``ValueError`` naming ``position``, or None
+    when not ``strict`` (a live turn's message is then known by its id and role)."""
+    try:
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ValueError(
+                f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
+            )
+        _check_json(metadata, position)
+    except ValueError:
+        if strict:
+            raise
+        return None
+    return metadata
 
 
 def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
