@@ -1827,6 +1827,11 @@ PASTED = [
     ("username bob password hunter2", "hunter2"),
     ("the credentials are bob:Zk9pq", "Zk9pq"),
     ("wifi key: BlueCat42", "BlueCat42"),
+    # a Kubernetes env entry, as YAML and as JSON, and AWS's Key/Value
+    ("env:\n- name: DB_PASSWORD\n  value: Tr0ub4dor3xyz\n- name: DB_HOST", "Tr0ub4dor3xyz"),
+    ('{"env": [{"name": "DB_PASSWORD", "value": "Tr0ub4dor3xyz"}]}', "Tr0ub4dor3xyz"),
+    ("- name: API_TOKEN\n  value: 'hunter two'", "hunter two"),
+    ('[{"Key": "db.password", "Value": "Zk9!pqr"}]', "Zk9!pqr"),
 ]
 
 
@@ -1902,6 +1907,13 @@ ORDINARY = [
     "Your secret is safe.",
     "The token is valid.",
     "credentials are stored in vault:secret/db",
+    # name/value entries that name no secret, or hold none
+    "- name: DB_HOST\n  value: db.internal",
+    '{"name": "DB_USER", "value": "app"}',
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef: {name: db, key: password}",
+    "- name: DB_PASSWORD_FILE\n  value: /run/secrets/db",
+    '{"name": "password_min_length", "value": 12}',
+    "the hostname: password value: is a field",
 ]
 
 
@@ -1924,6 +1936,9 @@ def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
         "a_password_b: " * 6000,
         "htpasswd -b " * 6000,
         "openssl -k " * 6000,
+        "- name: a_password " * 5000,
+        '{"key": "password", ' * 4000,
+        "name: password value: " * 4000,
     ],
 )
 def test_masking_secrets_stays_fast_on_adversarial_text(adversarial: str) -> None:
@@ -1962,6 +1977,28 @@ def test_metadata_fields_named_like_a_short_secret_are_masked() -> None:
     # ... but a password field's value is masked whatever word it is, and so is a key's
     secret = {"password": "password", "token": "bearer", "max_tokens_key": "k3y-Zq81"}
     assert mask_metadata(secret) == (dict.fromkeys(secret, MASK), 3)
+
+
+def test_metadata_entries_named_like_a_secret_keep_no_value() -> None:
+    """A name/value entry (Kubernetes' env, AWS's Key/Value) whose name is a secret's:
+    its value is masked as a field of that name is; the others are kept."""
+    from retrievalagent.memory._secrets import MASK, mask_metadata
+
+    env = [
+        {"name": "DB_PASSWORD", "value": "Tr0ub4dor3xyz"},
+        {"name": "DB_HOST", "value": "db.internal"},
+        {"name": "auth", "value": "oauth2"},  # a scheme's name, as under an "auth" field
+    ]
+    tags = [{"Key": "api_token", "Value": "k3y-Zq81"}, {"Key": "team", "Value": "ops"}]
+    masked, count = mask_metadata({"env": env, "tags": tags})
+    assert count == 2
+    assert masked["env"] == [{"name": "DB_PASSWORD", "value": MASK}, *env[1:]]
+    assert masked["tags"] == [{"Key": "api_token", "Value": MASK}, tags[1]]
+    rag = make_offline_store_agent()
+    message = {"role": "user", "content": "Why does my pod crash?", "metadata": {"env": env}}
+    rag.remember([message], user_id="k8", thread_id="pod")
+    listed = json.dumps(rag.list_memories("k8"))
+    assert "Tr0ub4dor3xyz" not in listed and "db.internal" in listed
 
 
 @pytest.mark.parametrize("kind", ["store", "mem0"])
