@@ -300,6 +300,30 @@ def test_memory_import_search_list_and_forget_a_conversation(
     assert twice.exit_code == 1 and "from conversation 'vpn'" in twice.stderr
 
 
+def test_memory_import_reads_line_separators_inside_json_strings_as_text(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    """U+2028, U+2029 and U+0085 are legal raw in a JSON string (``ensure_ascii=False``
+    writes them so): a line holding one is imported, and the lines after it keep their
+    numbers; CRLF line ends are read too."""
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    rows = [
+        {"role": "user", "content": "The vault is on rack B4.\u2028Ask Sam\u2029for the\x85key."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in rows), "utf-8")
+    done = runner.invoke(app, ["memory", "import", str(raw), "--user", "ann", "-c", "notes"])
+    assert done.exit_code == 0, done.output
+    assert "imported 1 conversation(s) of 'ann': 1 new memory" in done.stdout
+    listed = invoke(runner, "memory", "list", "ann", "-c", "notes").stdout
+    assert "rack B4." in listed and "for the" in listed and "key. / assistant: Noted." in listed
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n{\n", encoding="utf-8")
+    refused = runner.invoke(app, ["memory", "import", str(broken), "--user", "ann", "-c", "notes"])
+    assert refused.exit_code == 1 and "broken.jsonl line 2 is not JSON" in refused.stderr
+
+
 def test_memory_import_refuses_bad_files_naming_the_file_and_line(
     runner: CliRunner, notes: Path, tmp_path: Path
 ) -> None:
@@ -357,6 +381,13 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
         str(_jsonl(tmp_path / "blocks.jsonl", {"role": "user", "content": [1, "hi"]})): (
             "blocks.jsonl line 1: message 0's content list holds a int value"
         ),
+        str(
+            _jsonl(
+                tmp_path / "unread.jsonl",
+                good,
+                {"role": "user", "content": [{"type": "text", "text": {"annotations": []}}]},
+            )
+        ): "unread.jsonl line 2: message 1's content block 0 holds no text that can be read",
         str(_jsonl(tmp_path / "who.jsonl", {**good, "name": {"first": "Bob"}})): (
             "who.jsonl line 1: message 0's name must be text, not dict"
         ),

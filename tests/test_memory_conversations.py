@@ -1815,6 +1815,26 @@ def test_a_turn_keeps_the_named_zone_of_its_time_for_a_day_in_another_season(
     assert "2026-01-10" in state.answer and "2026-01-11" not in state.answer, state.answer
 
 
+def test_a_conversation_dated_by_its_day_alone_reads_as_that_day_in_any_zone(
+    build: Callable[..., Any],
+) -> None:
+    """``at="2026-03-14"`` is that day for a user asking in New York as in Tokyo: read as
+    midnight UTC it was the 13th in New York, shown so and missed by "on March 14"."""
+    rag = build("store")
+    rag.remember(
+        [{"role": "user", "content": "My printer jammed again, paper tray 3."}],
+        user_id="ann",
+        thread_id="mar",
+        at="2026-03-14",
+    )
+    for zone in ("-05:00", "+09:00", "+00:00"):
+        now = f"2026-03-20T12:00:00{zone}"
+        state = rag.invoke("What did I tell you on March 14?", cfg("ann", f"t{zone}", now=now))
+        lines = conversation_lines(state.memory_context)
+        first = "- [2026-03-14 (Sat)] user: My printer jammed again, paper tray 3."
+        assert lines[:1] == [first], (zone, lines)
+
+
 @pytest.mark.parametrize(
     ("metadata", "kind"),
     [("slack", "store"), ({"ts": datetime(2026, 1, 5, tzinfo=timezone.utc)}, "postgres")],
@@ -1931,6 +1951,11 @@ PASTED = [
     ("username bob password hunter2", "hunter2"),
     ("the credentials are bob:Zk9pq", "Zk9pq"),
     ("wifi key: BlueCat42", "BlueCat42"),
+    # a Kubernetes env entry, as YAML and as JSON, and AWS's Key/Value
+    ("env:\n- name: DB_PASSWORD\n  value: Tr0ub4dor3xyz\n- name: DB_HOST", "Tr0ub4dor3xyz"),
+    ('{"env": [{"name": "DB_PASSWORD", "value": "Tr0ub4dor3xyz"}]}', "Tr0ub4dor3xyz"),
+    ("- name: API_TOKEN\n  value: 'hunter two'", "hunter two"),
+    ('[{"Key": "db.password", "Value": "Zk9!pqr"}]', "Zk9!pqr"),
 ]
 
 
@@ -2006,6 +2031,13 @@ ORDINARY = [
     "Your secret is safe.",
     "The token is valid.",
     "credentials are stored in vault:secret/db",
+    # name/value entries that name no secret, or hold none
+    "- name: DB_HOST\n  value: db.internal",
+    '{"name": "DB_USER", "value": "app"}',
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef: {name: db, key: password}",
+    "- name: DB_PASSWORD_FILE\n  value: /run/secrets/db",
+    '{"name": "password_min_length", "value": 12}',
+    "the hostname: password value: is a field",
 ]
 
 
@@ -2028,6 +2060,9 @@ def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
         "a_password_b: " * 6000,
         "htpasswd -b " * 6000,
         "openssl -k " * 6000,
+        "- name: a_password " * 5000,
+        '{"key": "password", ' * 4000,
+        "name: password value: " * 4000,
     ],
 )
 def test_masking_secrets_stays_fast_on_adversarial_text(adversarial: str) -> None:
@@ -2066,6 +2101,28 @@ def test_metadata_fields_named_like_a_short_secret_are_masked() -> None:
     # ... but a password field's value is masked whatever word it is, and so is a key's
     secret = {"password": "password", "token": "bearer", "max_tokens_key": "k3y-Zq81"}
     assert mask_metadata(secret) == (dict.fromkeys(secret, MASK), 3)
+
+
+def test_metadata_entries_named_like_a_secret_keep_no_value() -> None:
+    """A name/value entry (Kubernetes' env, AWS's Key/Value) whose name is a secret's:
+    its value is masked as a field of that name is; the others are kept."""
+    from retrievalagent.memory._secrets import MASK, mask_metadata
+
+    env = [
+        {"name": "DB_PASSWORD", "value": "Tr0ub4dor3xyz"},
+        {"name": "DB_HOST", "value": "db.internal"},
+        {"name": "auth", "value": "oauth2"},  # a scheme's name, as under an "auth" field
+    ]
+    tags = [{"Key": "api_token", "Value": "k3y-Zq81"}, {"Key": "team", "Value": "ops"}]
+    masked, count = mask_metadata({"env": env, "tags": tags})
+    assert count == 2
+    assert masked["env"] == [{"name": "DB_PASSWORD", "value": MASK}, *env[1:]]
+    assert masked["tags"] == [{"Key": "api_token", "Value": MASK}, tags[1]]
+    rag = make_offline_store_agent()
+    message = {"role": "user", "content": "Why does my pod crash?", "metadata": {"env": env}}
+    rag.remember([message], user_id="k8", thread_id="pod")
+    listed = json.dumps(rag.list_memories("k8"))
+    assert "Tr0ub4dor3xyz" not in listed and "db.internal" in listed
 
 
 @pytest.mark.parametrize("kind", ["store", "mem0"])
@@ -2233,6 +2290,81 @@ def test_a_conversation_from_the_first_millennium_keeps_its_date() -> None:
         at="0001-01-01T00:00:00Z",
     )
     assert stored["at"].startswith("0001-01-01T00:00:00")
+
+
+def test_a_time_at_the_calendars_ends_answers_or_is_refused_never_overflows() -> None:
+    """``now`` at 0001-01-01: "yesterday" and "last year" name no day there, so they give
+    no window and the turn answers (an OverflowError failed it); a time with no UTC form,
+    or too late to reckon a day after, is a ConfigError naming it."""
+    rag = make_offline_store_agent()
+    rag.add_documents(PG_DOCS)
+    asked = "What did I say yesterday about the backups?"
+    state = rag.invoke(asked, cfg("y", "t1", now="0001-01-01T00:00:00Z"))
+    assert "pg_basebackup" in state.answer
+    assert rag.recall("What did I say last year?", user_id="y", now="0001-06-01T00:00:00Z")
+    with pytest.raises(ConfigError, match=r"now='0001-01-01T03:00:00\+05:00' is outside"):
+        rag.recall(asked, user_id="y", now="0001-01-01T03:00:00+05:00")
+    with pytest.raises(ConfigError, match=r"now='9999-12-31T23:00:00Z' is outside"):
+        rag.recall(asked, user_id="y", now="9999-12-31T23:00:00Z")
+
+
+def test_assistants_api_text_blocks_are_remembered_and_unreadable_ones_refused() -> None:
+    """OpenAI Assistants messages hold ``{"type": "text", "text": {"value": ...}}``: their
+    words are stored and recalled (they were dropped while the import reported success);
+    a text block with no words to read is an error naming the message, nothing stored,
+    while a live turn holding one still answers."""
+    rag = make_offline_store_agent()
+    rag.add_documents(PG_DOCS)
+
+    def blocks(text: Any) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": text}]
+
+    printer = {"value": "My printer is an HP LaserJet 4 on floor 3.", "annotations": []}
+    rag.remember(
+        [
+            {"role": "user", "content": blocks(printer)},
+            {"role": "assistant", "content": blocks({"value": "Noted.", "annotations": []})},
+        ],
+        user_id="oa",
+        thread_id="asst",
+    )
+    (hit,) = rag.recall("Which printer do I have?", user_id="oa")
+    assert hit["text"] == "user: My printer is an HP LaserJet 4 on floor 3. / assistant: Noted."
+    for unreadable in ({"annotations": []}, None, ["words"]):
+        with pytest.raises(ConfigError, match=r"message 1's content block 0 holds no text"):
+            rag.remember(
+                [
+                    {"role": "user", "content": "hi"},
+                    {"role": "user", "content": blocks(unreadable)},
+                ],
+                user_id="bad",
+                thread_id="t",
+            )
+    with pytest.raises(ConfigError, match=r"message 0's content block 1 holds no text"):
+        rag.remember([HumanMessage(["My car is red.", {"type": "text"}])], user_id="bad")
+    assert rag.list_memories("bad") == []
+    question = HumanMessage([{"type": "text", "text": STATEMENT}, *blocks({"x": 1})])
+    assert "pg_dump" in rag.invoke({"messages": [question]}, cfg("live", "t")).answer
+
+
+def test_metadata_given_on_a_langchain_message_comes_back_as_its_source() -> None:
+    """``HumanMessage(..., metadata={...})`` is taken by LangChain as an extra field: it
+    comes back in ``sources`` (it was dropped; only ``additional_kwargs["metadata"]`` was
+    read), beside that one; not a dict, it is refused by remember and left out by a turn."""
+    rag = make_offline_store_agent()
+    rag.add_documents(PG_DOCS)
+    (stored,) = rag.remember([HumanMessage(STATEMENT, metadata={"msg": 1})], user_id="lc")
+    assert stored["sources"] == [{"msg": 1}]
+    both = HumanMessage(FOLLOW_UP, metadata={"msg": 2}, additional_kwargs={"metadata": {"ts": 3}})
+    (stored,) = rag.remember([both], user_id="lc", thread_id="t")
+    assert stored["sources"] == [{"msg": 2, "ts": 3}]
+    with pytest.raises(ConfigError, match="message 0's metadata must be a dict, not str"):
+        rag.remember([HumanMessage(STATEMENT, metadata="slack")], user_id="bad")
+    state = rag.invoke({"messages": [HumanMessage(STATEMENT, metadata="slack")]}, cfg("bad", "t"))
+    assert "pg_dump" in state.answer
+    assert rag.drain_background(10)["failed"] == 0
+    (kept,) = said(rag.list_memories("bad"))
+    assert kept["sources"][0]["role"] == "user"
 
 
 def test_a_fact_about_the_user_keeps_no_secret_from_its_message(build: Callable[..., Any]) -> None:

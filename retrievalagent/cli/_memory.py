@@ -224,10 +224,13 @@ def import_history(
 
 
 def _json_lines(path: Path) -> list[str]:
+    """The lines of ``path``: ``str.splitlines`` also breaks at U+2028, U+2029 and U+0085,
+    which JSON allows raw inside a string, so a valid line was refused and the lines after
+    it numbered wrong. Split at "\\n" only (reading in text mode turns CRLF and CR into it)."""
     if not path.is_file():
         raise ConfigError(f"{path}: no such file" if not path.exists() else f"{path} is not a file")
     try:
-        return path.read_text(encoding="utf-8-sig").splitlines()
+        return path.read_text(encoding="utf-8-sig").split("\n")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
@@ -353,7 +356,7 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
                 "; what else a message should keep goes in 'metadata'",
             )
         try:
-            said_of(message, position)
+            said_of(message, position, strict=True)
         except ValueError as exc:
             raise ConfigError(f"{path} line {line}: {exc}") from None
     try:

@@ -59,6 +59,8 @@ MAX_SAID_CHARS = 2000
 MAX_REPLY_CHARS = 240
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant"}
 _SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer"})
+#: Content block types that carry a message's words.
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 # "\u0000" in JSON text, not a user's own backslash before "u0000" (escaped as "\\")
 _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
@@ -146,16 +148,29 @@ class ConversationRecord:
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # LangChain content blocks
-        parts = [c if isinstance(c, str) else c.get("text", "") for c in content]
-        return " ".join(p for p in parts if isinstance(p, str))
+    if isinstance(content, list):  # content blocks (checked by ``_check_fields``)
+        return " ".join(p for c in content if (p := _block_text(c)))
     return ""
 
 
-def said_of(message: Any, position: int) -> Said | None:
+def _block_text(block: Any) -> str | None:
+    """The words of a content block: text, ``{"text": "..."}`` (LangChain, Anthropic,
+    OpenAI's chat and Responses APIs) or ``{"text": {"value": "..."}}`` (the Assistants
+    API); None when it holds none that can be read."""
+    if isinstance(block, str):
+        return block
+    text = block.get("text") if isinstance(block, Mapping) else None
+    if isinstance(text, Mapping):
+        text = text.get("value")
+    return text if isinstance(text, str) else None
+
+
+def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None:
     """A LangChain message or an OpenAI-style dict as a ``Said`` (None for system and tool
     messages, which are not something a person said); ``ValueError`` naming ``position``
-    for anything else."""
+    for anything else. ``strict`` (``remember``, ``memory import``): metadata that is not
+    a JSON dict and a text block whose words cannot be read are errors too; a live turn
+    leaves them out, since what memory cannot keep must not fail the answer."""
     if isinstance(message, Mapping):
         role = str(message.get("role") or "")
         content, name = message.get("content"), message.get("name")
@@ -167,7 +182,10 @@ def said_of(message: Any, position: int) -> Said | None:
         if role == "chat":  # a ChatMessage names its own role
             role = str(getattr(message, "role", "") or role)
         extra = getattr(message, "additional_kwargs", None) or {}
-        metadata, ident = extra.get("metadata"), getattr(message, "id", None)
+        # HumanMessage(..., metadata={...}) keeps it as an extra field, beside the
+        # additional_kwargs["metadata"] LangChain's own code uses: both are read
+        metadata = _both(getattr(message, "metadata", None), extra.get("metadata"))
+        ident = getattr(message, "id", None)
     else:
         raise ValueError(
             f"message {position} must be a LangChain message or a dict with 'role' and "
@@ -180,14 +198,10 @@ def said_of(message: Any, position: int) -> Said | None:
             f"message {position} has role {role!r}; accepted: user, assistant (human, ai), "
             "or system/tool (skipped)"
         )
-    if metadata is not None and not isinstance(metadata, Mapping):
-        raise ValueError(
-            f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
-        )
-    _check_json(metadata, position)
+    metadata = _checked_metadata(metadata, position, strict)
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
-    _check_fields(position, content, name, ident)
+    _check_fields(position, content, name, ident, strict)
     text = " ".join(clean_text(_text(content)).split())
     if not text:
         return None
@@ -200,7 +214,17 @@ def said_of(message: Any, position: int) -> Said | None:
     )
 
 
-def _check_fields(position: int, content: Any, name: Any, ident: Any) -> None:
+def _both(field: Any, kwargs: Any) -> Any:
+    """A LangChain message's metadata given as its own field and in ``additional_kwargs``,
+    as one dict (the latter's keys win); one that is not a dict is returned, to be named."""
+    if field is None or kwargs is None:
+        return kwargs if field is None else field
+    if isinstance(field, Mapping) and isinstance(kwargs, Mapping):
+        return {**field, **kwargs}
+    return kwargs if isinstance(field, Mapping) else field
+
+
+def _check_fields(position: int, content: Any, name: Any, ident: Any, strict: bool) -> None:
     """``ValueError`` naming ``position`` for a field ``Said`` would otherwise turn into
     something else ({"a": 1} as a speaker's name, a number in a list of content blocks)."""
     if content is not None and not isinstance(content, str | list):
@@ -216,12 +240,36 @@ def _check_fields(position: int, content: Any, name: Any, ident: Any) -> None:
             f"message {position}'s content list holds a {type(odd).__name__} value; expected text "
             "or content blocks ({'type': 'text', 'text': ...})"
         )
+    for place, block in enumerate(blocks if strict else ()):
+        # a text block whose words cannot be read is refused, not dropped without a word
+        # (an image's or a tool call's block has no words to keep)
+        if _block_text(block) is None and ("text" in block or block.get("type") in _TEXT_BLOCKS):
+            raise ValueError(
+                f"message {position}'s content block {place} holds no text that can be read; "
+                "expected {'type': 'text', 'text': '...'} or {'text': {'value': '...'}}"
+            )
     if name is not None and not isinstance(name, str):
         raise ValueError(f"message {position}'s name must be text, not {type(name).__name__}")
     if ident is not None and (not isinstance(ident, str | int) or isinstance(ident, bool)):
         raise ValueError(
             f"message {position}'s id must be text or a number, not {type(ident).__name__}"
         )
+
+
+def _checked_metadata(metadata: Any, position: int, strict: bool) -> Mapping[str, Any] | None:
+    """``metadata`` if it is a JSON dict; else ``ValueError`` naming ``position``, or None
+    when not ``strict`` (a live turn's message is then known by its id and role)."""
+    try:
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise ValueError(
+                f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
+            )
+        _check_json(metadata, position)
+    except ValueError:
+        if strict:
+            raise
+        return None
+    return metadata
 
 
 def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
@@ -250,7 +298,7 @@ def said_in(messages: Any) -> list[Said]:
             "messages must be a list of LangChain messages or of dicts with 'role' and "
             f"'content', not {type(messages).__name__}"
         )
-    said = [s for i, m in enumerate(messages) if (s := said_of(m, i)) is not None]
+    said = [s for i, m in enumerate(messages) if (s := said_of(m, i, strict=True)) is not None]
     if not said:
         raise ValueError("messages hold no text from the user or the assistant")
     return said

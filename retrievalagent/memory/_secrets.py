@@ -16,6 +16,7 @@ a ``value`` attribute, a URL with only a password (``redis://:pw@host``), a pass
 (``--password``, mysql's glued ``-p``, ``sshpass -p``, ``curl -u user:pass``, ``redis-cli
 -a``, ``docker login -p``, ``mongo -p``, ``smbclient -U user%pass``, ``htpasswd -b``,
 ``openssl -k``), an element whose ``key`` attribute names one (``<entry key="db.password">``),
+a ``value`` right after a ``name``/``key`` naming one (a Kubernetes env entry, YAML or JSON),
 a config line whose key has a secret's word in it (``secret_key_base: ...``), .netrc's
 ``login bob password ...``, a password-shaped word right after "password" ("my password
 Zk9pqrW1"), the digits of a PIN or door code, "the password for the prod db is (now) ...",
@@ -124,6 +125,16 @@ _ATTRIBUTE_SECRET = re.compile(
 _KEYED_ELEMENT = re.compile(
     rf"""<(?P<tag>[A-Za-z_][\w:.\-]*)\s(?:[^<>]*?\s)?(?:key|name)\s*=\s*(?P<kq>["']){_SECRET_NAME}(?P=kq)
     [^<>]*(?<!/)>\s*(?P<value>[^<\s](?:[^<\n]*[^<\s])?)(?=\s*</(?P=tag)\s*>)""",
+    re.VERBOSE,
+)
+# a Kubernetes env entry, YAML or JSON ("- name: DB_PASSWORD\n  value: X", {"name":
+# "DB_PASSWORD", "value": "X"}), and AWS's {"Key": ..., "Value": ...}: a name or key naming
+# a secret, then its value (the quotes of a quoted one stay; "valueFrom:" holds none)
+_NAMED_VALUE = re.compile(
+    rf"""(?<![\w.\-])(?P<nq>["']?)(?i:name|key)(?P=nq)[ \t]*:[ \t]*
+    (?P<kq>["']?){_SECRET_NAME}(?P=kq)(?![\w.\-])\s*,?\s*(?P<vq>["']?)(?i:value)(?P=vq)[ \t]*:[ \t]*
+    (?P<q>["'])?(?P<value>(?(q)(?:\\.|(?!(?P=q))[^\\\n])+|[^\s"'#\-,{{}}\[\]][^\s#,{{}}\[\]]*))
+    (?(q)(?=(?P=q)))""",
     re.VERBOSE,
 )
 # .netrc's "machine host login bob password X", and "login bob password X" said so
@@ -686,6 +697,7 @@ def mask_secrets(
         _TAGGED_SECRET,
         _ATTRIBUTE_SECRET,
         _KEYED_ELEMENT,
+        _NAMED_VALUE,
         _NETRC,
         _USER_PASSWORD,
         _CREDENTIALS,
@@ -797,18 +809,28 @@ def _about_a_secret(key: str, item: Any) -> bool:
     return named_auth and isinstance(item, str) and item.strip().lower() in _SCHEMES
 
 
+def _entry_name(entry: Mapping[Any, Any]) -> str | None:
+    """The name of a name/value entry (Kubernetes' env ``{"name": "DB_PASSWORD", "value":
+    ...}``, AWS's ``{"Key": ..., "Value": ...}``): its value is masked as a field of that
+    name would be."""
+    names = (v for k, v in entry.items() if str(k).lower() in ("name", "key"))
+    return next((v for v in names if isinstance(v, str)), None)
+
+
 def mask_metadata(value: Any) -> tuple[Any, int]:
     """A message's metadata with its secrets masked, and how many were: the whole value of
-    a field named like a secret (not a count, a flag or a scheme's name there: see
-    ``_about_a_secret``), and secrets of known shapes inside other text (not long
+    a field named like a secret, or of an entry's ``value`` whose ``name`` or ``key`` names
+    one (not a count, a flag or a scheme's name there: see ``_about_a_secret``), and secrets of known shapes inside other text (not long
     random-looking strings: message ids look like that)."""
     if isinstance(value, Mapping):
         out, count = {}, 0
+        named = _entry_name(value)
         for key, item in value.items():
+            field = named if named is not None and str(key).lower() == "value" else str(key)
             if (
-                _secret_field(str(key))
+                _secret_field(field)
                 and item not in (None, "", [], {})
-                and not _about_a_secret(str(key), item)
+                and not _about_a_secret(field, item)
             ):
                 out[key], count = MASK, count + 1
             else:

@@ -126,24 +126,56 @@ def parse_time(value: datetime | str | None, what: str = "at", *, past: bool = F
     return moment
 
 
+#: The latest time a memory is reckoned from.
+_LATEST = datetime.max.replace(tzinfo=timezone.utc) - CLOCK_SKEW
+
+#: The time a date given alone (``at="2026-03-14"``) stands for.
+_NOON = time(12, tzinfo=timezone.utc)
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _parsed(value: datetime | str | None, what: str) -> datetime:
     if value is None:
         return datetime.now(timezone.utc)
+    given = value
     if isinstance(value, str):
         text = value.strip()
         try:
-            value = datetime.fromisoformat(
-                text.replace("Z", "+00:00") if text.endswith("Z") else text
-            )
+            if _is_date(text):
+                # that day in every zone within 12 h of UTC: midnight UTC is the day
+                # before in New York, so "what did I say on March 14?" missed it
+                value = datetime.combine(date.fromisoformat(text), _NOON)
+            else:
+                value = datetime.fromisoformat(
+                    text.replace("Z", "+00:00") if text.endswith("Z") else text
+                )
         except ValueError:
             raise ValueError(
-                f"{what}={value!r} is not an ISO 8601 date or time (e.g. '2026-03-14T09:30:00+01:00')"
+                f"{what}={given!r} is not an ISO 8601 date or time (e.g. '2026-03-14T09:30:00+01:00')"
             ) from None
     if not isinstance(value, datetime):
         raise TypeError(
             f"{what} must be a datetime or an ISO 8601 string, not {type(value).__name__}"
         )
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    moment = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    # stored and compared in UTC, with a day's room after it (``CLOCK_SKEW``): a time
+    # that leaves the calendar there is refused here, not an OverflowError in a turn
+    try:
+        if moment.astimezone(timezone.utc) <= _LATEST:
+            return moment
+    except OverflowError:
+        pass
+    raise ValueError(
+        f"{what}={str(given)!r} is outside the times memory can reckon with (in UTC, "
+        "0001-01-01 to a day before the end of 9999)"
+    )
 
 
 def _days(now: datetime, first: date, last: date) -> TimeRef:
@@ -295,6 +327,12 @@ def time_ref(question: str, now: datetime) -> TimeRef | None:
     text = " ".join(question.lower().split())
     # the narrowest reading first: "that Monday at the start of February" is early February
     for read in (_dated, _month_part, _relative_days, _months, _relative_weeks):
-        if (found := read(now, text)) is not None:
+        try:
+            found = read(now, text)
+        except (OverflowError, ValueError):
+            # a window past the calendar's ends ("yesterday" asked at 0001-01-01): none,
+            # not an error outside memory's handling that fails the turn
+            continue
+        if found is not None:
             return found
     return _sessions(text) or (TimeRef(present=True) if _PRESENT.search(text) else None)
