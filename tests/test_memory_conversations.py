@@ -2290,6 +2290,11 @@ def test_a_conversation_from_the_first_millennium_keeps_its_date() -> None:
         at="0001-01-01T00:00:00Z",
     )
     assert stored["at"].startswith("0001-01-01T00:00:00")
+    # shown to a user west of UTC, its day has no local form: it keeps its own, and the
+    # turn answers (an OverflowError failed every later turn of the user)
+    state = rag.invoke("What was my old note?", cfg("y", "t2", now="2026-03-20T12:00:00-05:00"))
+    assert "- [0001-01-01" in state.memory_context, state.memory_context
+    assert state.answer
 
 
 def test_a_time_at_the_calendars_ends_answers_or_is_refused_never_overflows() -> None:

@@ -245,9 +245,9 @@ def _local(at: str, zone: tzinfo | None) -> str:
     gives the day the prompt's memory lines give (8 pm in New York is the next day in UTC)."""
     try:
         moment = datetime.fromisoformat(at)
-    except ValueError:
+        return moment.astimezone(zone).isoformat() if moment.tzinfo and zone else at
+    except (ValueError, OverflowError):  # unreadable, or at the calendar's first day
         return at
-    return moment.astimezone(zone).isoformat() if moment.tzinfo and zone else at
 
 
 def _said(message: BaseMessage, position: int) -> Said | None:

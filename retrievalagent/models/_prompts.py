@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
@@ -178,7 +179,9 @@ def _day(at: str, zone: tzinfo | None = None) -> str:
     except ValueError:
         return ""
     if zone is not None and moment.tzinfo is not None:
-        moment = moment.astimezone(zone)
+        # said on the calendar's first day, asked west of UTC: no local form, its own kept
+        with contextlib.suppress(OverflowError):
+            moment = moment.astimezone(zone)
     return f"{moment.year:04d}-{moment:%m-%d (%a)}"  # "%Y" drops a year's leading zeros
 
 
