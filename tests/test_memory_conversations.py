@@ -493,6 +493,24 @@ def test_remember_takes_langchain_messages(build: Callable[..., Any]) -> None:
     assert "sam: Ticket ZX-4411" in ticket["text"]
 
 
+def test_roles_are_read_in_any_case_as_chat_history_reads_them() -> None:
+    """ "User", "HUMAN", "Assistant": what chat(history=...) accepts, remember accepts."""
+    rag = make_offline_store_agent()
+    stored = rag.remember(
+        [
+            {"role": "User", "content": "My cluster runs PostgreSQL 13."},
+            {"role": "ASSISTANT", "content": "Noted."},
+            {"role": " Human ", "content": "It is on Debian 11."},
+            {"role": "System", "content": "Be brief."},
+        ],
+        user_id="cased",
+    )
+    assert [m["text"] for m in stored] == [
+        "user: My cluster runs PostgreSQL 13.\nassistant: Noted.",
+        "user: It is on Debian 11.",
+    ]
+
+
 @pytest.mark.parametrize("kind", ["store", "postgres"])
 def test_text_no_store_can_take_is_cleaned_and_a_history_stores_whole(
     build: Callable[..., Any], kind: str

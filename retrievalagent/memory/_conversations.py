@@ -191,6 +191,7 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
             f"message {position} must be a LangChain message or a dict with 'role' and "
             f"'content', not {type(message).__name__}"
         )
+    role = role.strip().lower()  # "User", "HUMAN": as chat(history=...) reads them
     if role in _SKIPPED_ROLES:
         return None
     if role not in _ROLES:
