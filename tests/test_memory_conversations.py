@@ -804,6 +804,62 @@ def test_the_clause_that_answers_is_found_in_a_message_that_says_more(
     assert "part_vectors" not in listed and "vector" not in listed
 
 
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_a_stored_vector_that_does_not_read_back_is_embedded_again(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """Vectors in a store can be cut or hand-edited: a clause vector holding infinities
+    hid its memory and the next one in the conversation (NaN similarity, carried on by
+    context), and an empty vector on the first memory loaded set the width every other one
+    was scored at (zero: recall by words alone). A fresh agent now ranks as the writer."""
+    import base64
+
+    import numpy as np
+
+    rag = build(kind)
+    rag.remember(
+        [
+            {
+                "role": "user",
+                "content": "My printer jams on tray 3, the toner is low, and it beeps.",
+            },
+            {"role": "assistant", "content": "Noted."},
+            {
+                "role": "user",
+                "content": "Also our office moved to Lisbon in March, near the river.",
+            },
+            {"role": "assistant", "content": "Nice."},
+        ],
+        user_id="vera",
+        thread_id="t1",
+        at="2026-07-01T10:00:00Z",
+    )
+    rag.remember(
+        [{"role": "user", "content": "My cat is called Miso and she likes tuna."}],
+        user_id="vera",
+        thread_id="t2",
+        at="2026-07-02T10:00:00Z",
+    )
+    question = "Where is our office?"
+
+    def ranked(agent: Any) -> list[tuple[str, float]]:
+        hits = agent.recall(question, user_id="vera", k=3)
+        return [(h["text"], round(h["score"], 4)) for h in hits]
+
+    expected = ranked(rag)
+    assert "office moved to Lisbon" in expected[0][0], expected
+    store = rag.memory_store
+    items = {it.value["text"]: it for it in store.search(("conversations", "vera"))}
+    printer = next(it for text, it in items.items() if "printer" in text)
+    cat = next(it for text, it in items.items() if "Miso" in text)
+    size = len(base64.b64decode(printer.value["part_vectors"])) // 2
+    infinite = base64.b64encode(np.full(size, np.inf, dtype="<f2").tobytes()).decode()
+    store.put(printer.namespace, printer.key, {**printer.value, "part_vectors": infinite})
+    store.put(cat.namespace, cat.key, {**cat.value, "vector": ""})
+    fresh = build(kind, memory_store=store) if kind == "store" else build(kind)
+    assert ranked(fresh) == expected
+
+
 def dev_people(*user_ids: str) -> list[dict[str, Any]]:
     """People of the conversation bench's dev half (bench/memory/data), our own set."""
     from bench.memory.conversations import load

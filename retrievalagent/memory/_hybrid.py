@@ -220,6 +220,11 @@ class UserIndex:
     def __len__(self) -> int:
         return len(self.values)
 
+    @property
+    def dimension(self) -> int:
+        """The length of the vectors held (0 before the first)."""
+        return int(self._matrix.shape[1]) if self._rows.keys else 0
+
     # -- changes ---------------------------------------------------------------------------
     def holds(self, key: str, value: dict[str, Any]) -> bool:
         """Whether the memory under ``key`` is already held as ``value`` (as stored)."""

@@ -32,7 +32,7 @@ import re
 import threading
 import time
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
@@ -93,10 +93,13 @@ def _pack(vector: Sequence[float]) -> str:
 
 
 def _unpack(value: Any) -> np.ndarray | None:
+    """A stored vector as a unit vector; None (embed it again) when it does not read back
+    as one: empty, cut, or holding a NaN or an infinity."""
     try:
-        return _unit(np.frombuffer(base64.b64decode(str(value)), dtype="<f4"))
+        vector = np.frombuffer(base64.b64decode(str(value)), dtype="<f4")
     except (ValueError, TypeError):
         return None
+    return _unit(vector) if vector.size and np.isfinite(vector).all() else None
 
 
 def _pack_parts(vectors: Sequence[Sequence[float]]) -> str:
@@ -119,8 +122,10 @@ def _unpack_parts(value: Any, dimension: int) -> np.ndarray | None:
 
 
 def _unit_rows(vectors: Any) -> np.ndarray | None:
+    """Vectors as unit rows; None when there are none, or one holds a NaN or an infinity
+    (one such part would make its memory's similarity NaN, and the next one's by context)."""
     rows = np.asarray(vectors, dtype=np.float32)
-    if rows.ndim != 2 or not rows.size:
+    if rows.ndim != 2 or not rows.size or not np.isfinite(rows).all():
         return None
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return rows / np.where(norms > 0, norms, 1.0)
@@ -471,6 +476,11 @@ class StoreBackend(PlannedBackend):
             for it in items
             if it.value.get("embedding_model") == self.embedding_name
         }
+        # a vector of another length than the user's others (cut, or hand-written) is
+        # embedded again: the first row held sets the width every later one is scored at
+        lengths = Counter(v.shape[0] for v in vectors.values() if v is not None)
+        width = index.dimension or (lengths.most_common(1)[0][0] if lengths else 0)
+        vectors = {k: v for k, v in vectors.items() if v is not None and v.shape[0] == width}
         parts: dict[str, np.ndarray | None] = {}
         for it in items:
             vector = vectors.get(it.key)
