@@ -1951,6 +1951,28 @@ def test_the_prompt_holds_at_most_top_k_memories_within_max_chars(
 
 
 # -- what a hostile pass found --------------------------------------------------------------
+#: A Kubernetes env entry naming a secret, its whole value as YAML reads it (a hostile pass
+#: saw parts of it kept: after a space, '#' or ',', a leading '-', a block scalar's lines)
+K8S_VALUES = [
+    ("- name: DB_PASSWORD\n  value: correct horse battery staple\n- name: DB_HOST", "staple"),
+    ("- name: DB_PASSWORD\n  value: correct horse battery staple", "staple"),
+    ("- name: DB_PASSWORD\n  value: hunter#2abcQ\n- name: DB_HOST", "2abcQ"),
+    ("- name: DB_PASSWORD\n  value: Zk9,pq!rW1x\n- name: DB_HOST", "pq!rW1x"),
+    ("- name: DB_PASSWORD\n  value: -Zk9pqrW1x\n- name: DB_HOST", "Zk9pqrW1x"),
+    ("- name: DB_PASSWORD\n  value: ab{cd}ef[gh]Q9\n- name: DB_HOST", "ef[gh]Q9"),
+    ("- name: DB_PASSWORD\n  value: |\n    Zk9pqrW1xQ\n- name: DB_HOST", "Zk9pqrW1xQ"),
+    ("- name: DB_PASSWORD\n  value: >-\n    correct horse\n    staple\n- name: A", "staple"),
+    ("- name: DB_PASSWORD\n  value: correct horse\n    battery staple\n- name: A", "staple"),
+    ("- name: DB_PASSWORD\n  value:\n    correct horse staple\n- name: A", "staple"),
+    ("- name: SECRET_KEY\n  value: 'it''s Zk9pqrW1'\n- name: DB_HOST", "Zk9pqrW1"),
+    ('env: [{"value": "Zk9pqrW1", "name": "DB_PASSWORD"}]', "Zk9pqrW1"),
+    ('{"value": "Zk9pqrW1", "type": "string", "key": "api_token"}', "Zk9pqrW1"),
+    ("env: [{name: DB_PASSWORD, value: correct horse staple}, {name: A, value: b}]", "staple"),
+    ("- name: DB_PASSWORD value: correct horse battery staple - name: DB_HOST", "staple"),
+    ("- name: DB_PASSWORD value: | Zk9pqrW1xQ - name: DB_HOST value: db", "Zk9pqrW1xQ"),
+]
+
+
 #: Each pasted secret, and the part of it that must never be kept.
 PASTED = [
     ("PGPASSWORD=hunter2 psql -h db", "hunter2"),
@@ -2030,6 +2052,7 @@ PASTED = [
     ('{"env": [{"name": "DB_PASSWORD", "value": "Tr0ub4dor3xyz"}]}', "Tr0ub4dor3xyz"),
     ("- name: API_TOKEN\n  value: 'hunter two'", "hunter two"),
     ('[{"Key": "db.password", "Value": "Zk9!pqr"}]', "Zk9!pqr"),
+    *K8S_VALUES,
 ]
 
 
@@ -2112,7 +2135,35 @@ ORDINARY = [
     "- name: DB_PASSWORD_FILE\n  value: /run/secrets/db",
     '{"name": "password_min_length", "value": 12}',
     "the hostname: password value: is a field",
+    "- name: LOG_LEVEL\n  value: debug info",
+    "- name: LOG_LEVEL value: debug info - name: DB_HOST value: db",
+    "the name: value pairs of the key: settings",
+    '{"value": "debug info", "name": "LOG_LEVEL"}, {"name": "DB_PASSWORD"}',
+    "- name: DB_PASSWORD valueFrom: secretKeyRef: {name: db, key: password}",
+    "- name: DB_PASSWORD_FILE value: /run/secrets/db - name: DB_HOST value: db",
+    "- name: DB_PASSWORD\n  value:\n- name: DB_HOST\n  value: db",
 ]
+
+
+@pytest.mark.parametrize(("pasted", "secret"), K8S_VALUES)
+def test_a_kubernetes_value_is_masked_whole_as_written(pasted: str, secret: str) -> None:
+    from retrievalagent.memory._secrets import mask_secrets
+
+    masked, count = mask_secrets(pasted)
+    assert count == 1
+    assert secret not in masked
+
+
+def test_a_kubernetes_password_is_masked_whole_and_the_next_entry_kept() -> None:
+    from retrievalagent.memory._secrets import MASK, mask_secrets
+
+    written = (
+        "- name: DB_PASSWORD\n  value: correct horse battery staple\n- name: DB_HOST\n  value: db"
+    )
+    for said in (written, " ".join(written.split())):
+        masked, count = mask_secrets(said)
+        assert count == 1
+        assert masked == said.replace("correct horse battery staple", MASK)
 
 
 @pytest.mark.parametrize("said", ORDINARY)
@@ -2137,6 +2188,9 @@ def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
         "- name: a_password " * 5000,
         '{"key": "password", ' * 4000,
         "name: password value: " * 4000,
+        '"value": "x", ' * 4000,
+        "- name: a_password\n  value: |\n" + "   x\n" * 9000,
+        "name: password value: x" + " y" * 25000,
     ],
 )
 def test_masking_secrets_stays_fast_on_adversarial_text(adversarial: str) -> None:

@@ -16,7 +16,8 @@ a ``value`` attribute, a URL with only a password (``redis://:pw@host``), a pass
 (``--password``, mysql's glued ``-p``, ``sshpass -p``, ``curl -u user:pass``, ``redis-cli
 -a``, ``docker login -p``, ``mongo -p``, ``smbclient -U user%pass``, ``htpasswd -b``,
 ``openssl -k``), an element whose ``key`` attribute names one (``<entry key="db.password">``),
-a ``value`` right after a ``name``/``key`` naming one (a Kubernetes env entry, YAML or JSON),
+a ``value`` right after a ``name``/``key`` naming one (a Kubernetes env entry, YAML or JSON:
+the whole value as YAML reads it, block scalars too; in JSON also the value before the name),
 a config line whose key has a secret's word in it (``secret_key_base: ...``), .netrc's
 ``login bob password ...``, a password-shaped word right after "password" ("my password
 Zk9pqrW1"), the digits of a PIN or door code, "the password for the prod db is (now) ...",
@@ -129,14 +130,46 @@ _KEYED_ELEMENT = re.compile(
 )
 # a Kubernetes env entry, YAML or JSON ("- name: DB_PASSWORD\n  value: X", {"name":
 # "DB_PASSWORD", "value": "X"}), and AWS's {"Key": ..., "Value": ...}: a name or key naming
-# a secret, then its value (the quotes of a quoted one stay; "valueFrom:" holds none)
+# a secret, then its value, read as YAML reads it (``_named_value_span``: the quotes of a
+# quoted one stay; "valueFrom:" holds none)
 _NAMED_VALUE = re.compile(
     rf"""(?<![\w.\-])(?P<nq>["']?)(?i:name|key)(?P=nq)[ \t]*:[ \t]*
-    (?P<kq>["']?){_SECRET_NAME}(?P=kq)(?![\w.\-])\s*,?\s*(?P<vq>["']?)(?i:value)(?P=vq)[ \t]*:[ \t]*
-    (?P<q>["'])?(?P<value>(?(q)(?:\\.|(?!(?P=q))[^\\\n])+|[^\s"'#\-,{{}}\[\]][^\s#,{{}}\[\]]*))
-    (?(q)(?=(?P=q)))""",
+    (?P<kq>["']?){_SECRET_NAME}(?P=kq)(?![\w.\-])\s*,?\s*(?P<vq>["']?)(?i:value)(?P=vq)[ \t]*:[ \t]*""",
     re.VERBOSE,
 )
+# ... and its value before its name in one JSON object ({"value": "X", "name": "DB_PASSWORD"},
+# other keys between; not past the object's end, nor into another object)
+_VALUE_THEN_NAME = re.compile(
+    rf"""(?<![\w.\-])(?P<vq>["']?)(?i:value)(?P=vq)[ \t]*:[ \t]*
+    (?P<q>["'])(?P<value>(?:\\.|(?P=q)(?P=q)|(?!(?P=q))[^\\\n])+)(?=(?P=q)
+    [^{{}}]{{0,400}}?,\s*(?P<nq>["']?)(?i:name|key)(?P=nq)[ \t]*:[ \t]*
+    (?P<kq>["']?){_SECRET_NAME}(?P=kq)(?![\w.\-]))""",
+    re.VERBOSE,
+)
+# a quoted YAML or JSON value: "..." with backslash escapes, '...' with '' for a quote
+_DOUBLE_QUOTED = re.compile(r'"((?:\\.|[^"\\\n])+)"')
+_SINGLE_QUOTED = re.compile(r"'((?:''|[^'\n])+)'")
+# a block scalar's header: "|", ">", "|-", ">+", "|2-" (a comment may follow)
+_BLOCK_HEADER = re.compile(r"[|>](?:[1-9][+\-]?|[+\-][1-9]?)?[ \t]*(?:#.*)?$")
+_COLLAPSED_BLOCK = re.compile(r"[|>](?:[1-9][+\-]?|[+\-][1-9]?)?[ \t]+")
+# where a plain value ends on its line: a comment, the next key or list item (" - name:",
+# " MODE: x" once newlines are collapsed into spaces: a plain YAML value holds no ": "), a
+# flow comma before a key ({name: DB_PASSWORD, value: x, optional: true}) or ending the line
+# (pretty-printed JSON)
+_PLAIN_END = re.compile(
+    r"""[ \t]+\#
+    |\s+(?:-\s+)?["']?[A-Za-z_][\w.\-]*["']?:(?=\s|$)
+    |\s*,\s*["']?[A-Za-z_][\w.\-]*["']?\s*:(?=[\s"'{\[]|$)
+    |\s*,[ \t]*$""",
+    re.VERBOSE,
+)
+# on the text's last line (a message with its newlines collapsed is one line), a value also
+# ends with its clause: "value: hunter2. Why does the pod crash?"
+_VALUE_CLAUSE_END = re.compile(r"[.!?;](?=\s|$)")
+_BLANK = re.compile(r"[ \t]*$")
+_LIST_ITEM = re.compile(r"-(?:\s|$)")
+# a line that is not a value's continuation: a key, a list item or a comment
+_NOT_CONTINUATION = re.compile(r"""[ \t]*(?:-(?:\s|$)|\#|["']?[\w.\-]+["']?[ \t]*:(?:\s|$))""")
 # .netrc's "machine host login bob password X", and "login bob password X" said so
 _NETRC = re.compile(
     r"""\blogin[ \t]+\S+\s+(?:password|passwd)[ \t]+(?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"']+)""",
@@ -655,6 +688,128 @@ def _config_secret(m: re.Match[str]) -> bool:
     return named or quoted or _password_shaped(value)
 
 
+def _indentation(text: str, start: int, end: int) -> int:
+    line = text[start:end]
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _lines_after(text: str, pos: int) -> Iterable[tuple[int, int]]:
+    """The (start, end) of each line after the one ``pos`` is on."""
+    newline = text.find("\n", pos)
+    while newline >= 0:
+        start = newline + 1
+        newline = text.find("\n", start)
+        yield start, len(text) if newline < 0 else newline
+
+
+def _plain_end(text: str, start: int, line_end: int) -> int:
+    """Where a plain (unquoted) YAML value from ``start`` ends on its line: before a
+    comment, the next key or list item, a flow comma before a key, a bracket closing a
+    collection the value did not open, and on the text's last line the end of its clause."""
+    stop = _PLAIN_END.search(text, start, line_end)
+    end = stop.start() if stop else line_end
+    if line_end == len(text):
+        clause = _VALUE_CLAUSE_END.search(text, start, end)
+        end = clause.start() if clause else end
+    depth = 0
+    for i in range(start, end):
+        if text[i] in "{[":
+            depth += 1
+        elif text[i] in "}]":
+            if not depth:
+                return i
+            depth -= 1
+    return end
+
+
+def _continued(text: str, end: int, indent: int, block: bool) -> tuple[int, int] | None:
+    """The lines after ``end`` that go on a value, more indented than its key's line
+    (``indent``): a block scalar's (``block``: any line, blank ones between), or a plain
+    value's (no key, list item or comment; to a comment or the next key in one); the start of
+    the first and the end of the last, or None for none."""
+    span: tuple[int, int] | None = None
+    for start, line_end in _lines_after(text, end):
+        if not text[start:line_end].strip():
+            if block:
+                continue
+            break
+        if _indentation(text, start, line_end) <= indent:
+            break
+        if not block and _NOT_CONTINUATION.match(text, start, line_end):
+            break
+        content = start + _indentation(text, start, line_end)
+        last = line_end if block else _plain_end(text, content, line_end)
+        span = (span[0] if span else content, last)
+        if last < line_end:
+            break
+    return span
+
+
+def _named_value_span(text: str, start: int) -> tuple[int, int] | None:
+    """The value of a name/value entry naming a secret (``_NAMED_VALUE``), from ``start``
+    (after "value:"), as YAML reads it: a quoted one (in its quotes); a block scalar
+    ("|", ">-", ...: the lines indented under it); a plain one to the end of its line (see
+    ``_plain_end``) and the lines indented under it that go on with it. None for a value that
+    is not a string (a list or a mapping) or for none."""
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    line_start = text.rfind("\n", 0, start) + 1
+    indent = _indentation(text, line_start, line_end)
+    first = text[start : start + 1]
+    if first and first in "\"'":
+        quoted = (_DOUBLE_QUOTED if first == '"' else _SINGLE_QUOTED).match(text, start, line_end)
+        if quoted:
+            return quoted.span(1)
+    if _BLOCK_HEADER.match(text, start, line_end):
+        return _continued(text, line_end, indent, block=True)
+    if _BLANK.match(text, start, line_end) or first == "#":
+        return _continued(text, line_end, indent, block=False)  # the value under its key
+    if first in "[{" or _LIST_ITEM.match(text, start, line_end):
+        return None  # a collection or a list: not a string
+    collapsed_block = _COLLAPSED_BLOCK.match(text, start, line_end)
+    if collapsed_block:
+        start = collapsed_block.end()  # "value: | Zk9pqrW1": a block with its newlines collapsed
+    end = _plain_end(text, start, line_end)
+    if end == line_end < len(text):
+        more = _continued(text, line_end, indent, block=False)
+        end = more[1] if more else end
+    end = start + len(text[start:end].rstrip())
+    return (start, end) if end > start else None
+
+
+def _named_value_spans(text: str) -> list[tuple[int, int]]:
+    """The values of the name/value entries in ``text`` that name a secret."""
+    spans: list[tuple[int, int]] = []
+    for m in _NAMED_VALUE.finditer(text):
+        if spans and m.start() < spans[-1][1]:
+            continue
+        span = _named_value_span(text, m.end())
+        if span is not None:
+            spans.append(span)
+    return spans
+
+
+def _masked_spans(
+    text: str, spans: Sequence[tuple[int, int]], found: list[str] | None
+) -> tuple[str, int]:
+    """``text`` with the values at ``spans`` masked (not one masked already), and how many
+    were; ``found`` collects them as a message keeps them (its whitespace collapsed) and,
+    single-quoted, as a reply would quote them ("it''s" is "it's")."""
+    parts, done, count = [], 0, 0
+    for start, end in spans:
+        value = text[start:end]
+        if value.startswith("[secret"):
+            continue
+        count += 1
+        if found is not None:
+            found.append(" ".join(value.split()))
+            if text[start - 1 : start] == "'" and "''" in value:
+                found.append(value.replace("''", "'"))
+        parts += [text[done:start], MASK]
+        done = end
+    return "".join([*parts, text[done:]]), count
+
+
 def _random_looking(token: str) -> bool:
     mixed = any(c.islower() for c in token) and any(c.isupper() for c in token)
     if len(token) == 40 and any(c.isdigit() or c in "/+" for c in token):
@@ -697,7 +852,12 @@ def mask_secrets(
         _TAGGED_SECRET,
         _ATTRIBUTE_SECRET,
         _KEYED_ELEMENT,
-        _NAMED_VALUE,
+    ):
+        text = pattern.sub(masked_value, text)
+    text, named = _masked_spans(text, _named_value_spans(text), found)
+    count += named
+    for pattern in (
+        _VALUE_THEN_NAME,
         _NETRC,
         _USER_PASSWORD,
         _CREDENTIALS,
