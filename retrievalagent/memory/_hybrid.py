@@ -94,10 +94,10 @@ PART_MIN_WORDS = 3
 #: Most parts one memory is embedded as (a long paste's clauses are joined into as many).
 MAX_PARTS = 24
 #: The share of a memory's similarity taken from its best part, where that is higher than
-#: the whole text's (the rest is the whole's): set at 0.5 beforehand, not tuned. On the dev
-#: half of bench/memory's conversation set, recall@5 went from 0.876 to 0.897 (recall@10
-#: 0.982 both); with 50 other conversations in each history (two draws), from 0.830 and
-#: 0.821 to 0.839 and 0.833 (recall@10 0.933 and 0.939 to 0.930 and 0.952).
+#: the whole text's (the rest is the whole's), for its place in the order; the relevance
+#: bar reads the whole's alone (see ``UserIndex.search``). Set at 0.5 beforehand, not tuned:
+#: on the dev half of bench/memory's conversation set, recall@5 went from 0.876 to 0.900
+#: (recall@10 0.982 both); with long histories see docs/benchmarks.md.
 PART_WEIGHT = 0.5
 
 
@@ -466,9 +466,15 @@ class UserIndex:
         if query_vector.shape[0] == self._matrix.shape[1]:
             similarity = _dot(self._matrix[:size], query_vector)
             best_part = self._best_parts(query_vector, size)
-            similarity += PART_WEIGHT * np.maximum(best_part - similarity, 0.0)
+            ranked_by = similarity + PART_WEIGHT * np.maximum(best_part - similarity, 0.0)
+        else:
+            ranked_by = similarity
         bm25, share = self._lexical(list(self.encoder.query_terms(query)), size)
+        # the bar reads the whole text's similarity: a clause lifts its memory in the order,
+        # but a short one is close to many questions (on the dev half, gating on the lifted
+        # similarity recalled 3.76 memories for questions of another user, 3.39 on the whole)
         alone = relevance(similarity, share)
+        similarity = ranked_by
         if self.context:
             before = self._previous()
             similarity, bm25, share = (_in_context(a, before) for a in (similarity, bm25, share))
