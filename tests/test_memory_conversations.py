@@ -39,7 +39,7 @@ from retrievalagent.memory import Mem0Backend
 from retrievalagent.types import Grade
 from tests.faults import FaultPlan, FaultyAsyncMem0, FaultyStore
 from tests.support.chat import ScriptedChatModel, prompt_text, question_of, system_text
-from tests.support.memory import CountingEmbeddings, mem0_config
+from tests.support.memory import CountingEmbeddings, learned_grade, mem0_config
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -645,24 +645,9 @@ def teaching_grade(messages: list[Any]) -> Grade:
     question (any other turn: nothing worth storing)."""
     question = question_of(messages)
     if question == "I prefer answers in German.":
-        return Grade(
-            sufficient=True,
-            confidence=0.9,
-            memory_worth_storing=True,
-            memory_kind="preference",
-            memory_key="language",
-            memory_confidence=0.95,
-            memory_fact="Answer in German.",
-        )
+        return learned_grade("Answer in German.", "language", "preference")
     if "backup copy" in question:
-        return Grade(
-            sufficient=True,
-            confidence=0.9,
-            memory_worth_storing=True,
-            memory_key="backup copy",
-            memory_confidence=0.95,
-            memory_fact=ALIAS_FACT,
-        )
+        return learned_grade(ALIAS_FACT, "backup copy")
     return Grade(sufficient=True, confidence=0.9)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from retrievalagent.types import Grade
 from tests.support.chat import ScriptedChatModel, question_of
-from tests.support.memory import mem0_config
+from tests.support.memory import learned_grade, mem0_config
 
 PRIVATE = "My divorce hearing is on 3 June and my lawyer is Ana Costa."
 OTHER = "The printer on floor 2 jams on A3 paper."
@@ -89,15 +89,7 @@ def language_grade(messages: list[Any]) -> Grade:
     fact = LANGUAGES.get(question_of(messages))
     if fact is None:
         return Grade(sufficient=True, confidence=0.9)
-    return Grade(
-        sufficient=True,
-        confidence=0.9,
-        memory_worth_storing=True,
-        memory_kind="preference",
-        memory_key="language",
-        memory_confidence=0.95,
-        memory_fact=fact,
-    )
+    return learned_grade(fact, "language", "preference")
 
 
 def test_a_replaced_preference_leaves_no_words_once_the_user_is_forgotten(

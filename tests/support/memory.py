@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from retrievalagent.memory import MemoryRecord
+from retrievalagent.types import Grade
 from tests.support.chat import ScriptedChatModel, prompt_text
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "SAMPLE_QUESTIONS",
     "CountingEmbeddings",
     "extracted_hints",
+    "learned_grade",
     "mem0_config",
     "mem0_extractor",
     "record",
@@ -65,6 +67,21 @@ def mem0_config(path: Path, embeddings: Any, llm: BaseChatModel | None = None) -
 
     return offline_mem0_config(
         path, llm or mem0_extractor(), embeddings, 384, collection_name="memories"
+    )
+
+
+def learned_grade(fact: str, key: str, kind: str | None = None) -> Grade:
+    """A grade that learns ``fact`` under ``key``: a preference with ``kind="preference"``,
+    else a search fact (the grader's words for a turn worth remembering)."""
+    extra: dict[str, Any] = {"memory_kind": kind} if kind else {}
+    return Grade(
+        sufficient=True,
+        confidence=0.9,
+        memory_worth_storing=True,
+        memory_key=key,
+        memory_confidence=0.95,
+        memory_fact=fact,
+        **extra,
     )
 
 
