@@ -123,7 +123,7 @@ def unit(vector: Sequence[float] | np.ndarray) -> np.ndarray:
 def said_parts(said: str) -> list[str]:
     """What was said in a memory, cut into the parts embedded beside the whole (see the
     module docstring): its clauses of ``PART_MIN_WORDS`` words or more, speakers left out,
-    at most ``MAX_PARTS`` (neighbours joined beyond that). None when there would be only
+    at most ``MAX_PARTS`` (neighbours joined beyond that). Empty when there would be only
     one: the whole text's vector says the same."""
     parts = []
     for line in said.split("\n"):
@@ -251,7 +251,7 @@ class UserIndex:
         sparse = self.encoder.encode_document(text)
         terms = dict(zip(sparse.indices, sparse.values, strict=True))
         self._append_vector(row, vector)
-        if parts is not None and parts.ndim == 2 and len(parts) and self._matrix.shape[1]:
+        if parts is not None and parts.ndim == 2 and len(parts):
             self._append_parts(row, parts)
         self._alive[row] = True
         self._rows.keys.append(key)
@@ -337,12 +337,12 @@ class UserIndex:
         self._matrix[row] = vector
 
     def _append_parts(self, row: int, parts: np.ndarray) -> None:
-        if parts.shape[1] != self._matrix.shape[1]:
+        if not self._matrix.shape[1] or parts.shape[1] != self._matrix.shape[1]:
             return  # another embedding size: the memory ranks by its whole vector
         first, end = self._parts_end, self._parts_end + len(parts)
-        if end > self._part_matrix.shape[0] or self._part_matrix.shape[1] != parts.shape[1]:
+        if end > self._part_matrix.shape[0]:  # parts share the rows' width, set by the first
             grown = np.zeros((max(64, 2 * end), parts.shape[1]), dtype=np.float32)
-            if self._part_matrix.shape[1] == parts.shape[1]:
+            if first:
                 grown[:first] = self._part_matrix[:first]
             self._part_matrix = grown
         self._part_matrix[first:end] = parts
@@ -455,9 +455,8 @@ class UserIndex:
         (when any are), each part in fused order. Memories of ``thread_id`` drawn only from
         messages in ``seen`` (ids of the messages of this thread the answer prompt shows,
         and the texts of its exchanges) are left out: the model sees those turns already;
-        so are those said after
-        ``until`` (a UTC time as ``iso`` writes it: a turn replayed at its time), before
-        ranking, so that they take no place among the candidates."""
+        so are those said after ``until`` (a UTC time as ``iso`` writes it: a turn replayed
+        at its time), before ranking, so that they take no place among the candidates."""
         size = len(self._rows.keys)
         if not self.values or limit <= 0:
             return []
