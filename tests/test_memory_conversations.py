@@ -2038,6 +2038,11 @@ PASTED = [
     ("- name: API_TOKEN\n  value: 'hunter two'", "hunter two"),
     ('[{"Key": "db.password", "Value": "Zk9!pqr"}]', "Zk9!pqr"),
     *K8S_VALUES,
+    # shapes the last hostile pass found kept
+    ("az login -u bob@corp.com -p Zk9pqrW1x", "Zk9pqrW1x"),
+    ("Mein Passwort lautet Sonnenblume42", "Sonnenblume42"),
+    ("Kennwort lautet: Sonnenblume42.", "Sonnenblume42"),
+    ("user bob pass Hunter2x", "Hunter2x"),
 ]
 
 
@@ -2130,6 +2135,10 @@ ORDINARY = [
     "- name: DB_PASSWORD valueFrom: secretKeyRef: {name: db, key: password}",
     "- name: DB_PASSWORD_FILE value: /run/secrets/db - name: DB_HOST value: db",
     "- name: DB_PASSWORD\n  value:\n- name: DB_HOST\n  value: db",
+    "das Passwort ist nicht gut",
+    "das Passwort lautet anders als gedacht",
+    "az login --use-device-code",
+    "the user admin pass policy",
 ]
 
 
@@ -2179,6 +2188,9 @@ def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
         '"value": "x", ' * 4000,
         "- name: a_password\n  value: |\n" + "   x\n" * 9000,
         "name: password value: x" + " y" * 25000,
+        # every word start a URL scheme's candidate (4 s before the URL pattern was bounded)
+        "a." * 25000,
+        "a://b:" * 9000,
     ],
 )
 def test_masking_secrets_stays_fast_on_adversarial_text(adversarial: str) -> None:

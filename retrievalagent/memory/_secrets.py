@@ -14,8 +14,8 @@ key (JSON, a Python dict, PHP's ``=>``; unquoted too: ``{"password": 12345678}``
 element named like one (``<db:password>``) or a ``key``/``name`` attribute naming one before
 a ``value`` attribute, a URL with only a password (``redis://:pw@host``), a password flag
 (``--password``, mysql's glued ``-p``, ``sshpass -p``, ``curl -u user:pass``, ``redis-cli
--a``, ``docker login -p``, ``mongo -p``, ``smbclient -U user%pass``, ``htpasswd -b``,
-``openssl -k``), an element whose ``key`` attribute names one (``<entry key="db.password">``),
+-a``, ``docker login -p``, ``az login -p``, ``mongo -p``, ``smbclient -U user%pass``,
+``htpasswd -b``, ``openssl -k``), an element whose ``key`` attribute names one (``<entry key="db.password">``),
 a ``value`` right after a ``name``/``key`` naming one (a Kubernetes env entry, YAML or JSON:
 the whole value as YAML reads it, block scalars too; in JSON also the value before the name),
 a config line whose key has a secret's word in it (``secret_key_base: ...``), .netrc's
@@ -70,15 +70,18 @@ _LABELLED = re.compile(
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|bearer|client[ _-]?secret|credentials?
       |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key
       |passwort|kennwort|mot\ de\ passe|contrase[ñn]a|senha|wachtwoord|has[łl]o|пароль)\b)
-    (?P<sep>\s*(?:[:=：]|{_IS_NOW}(?:\s*[:：])?|\bist\b|\best\b|\bes\b)\s*)
+    (?P<sep>\s*(?:[:=：]|{_IS_NOW}(?:\s*[:：])?|\b(?:ist|lautet)\b(?:\s*[:：])?|\best\b|\bes\b)\s*)
     (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"',;]{{3,}})
     """,
     re.VERBOSE | re.IGNORECASE,
 )
 # the password runs to the last "@" before the host: passwords may hold "@" and "/"
-# (the user may be empty: redis://:password@host)
+# (the user may be empty: redis://:password@host). Each part has a bound: unbounded, a
+# pasted 40,000-character run of "a." took 2.8 s (every word start a scheme's candidate).
 _URL_PASSWORD = re.compile(
-    r"(?P<head>\b[a-z][a-z0-9+.\-]*://[^\s:/@]*:)(?P<value>\S+)(?=@[^\s@]*(?:\s|$))", re.I
+    r"(?P<head>\b[a-z][a-z0-9+.\-]{0,31}://[^\s:/@]{0,256}:)(?P<value>\S{1,256})"
+    r"(?=@[^\s@]*(?:\s|$))",
+    re.I,
 )
 # PGPASSWORD=..., export AWS_SECRET_ACCESS_KEY="...", GITHUB_TOKEN=...: an environment
 # variable named like a secret (upper case, as the shell writes them)
@@ -175,10 +178,10 @@ _NETRC = re.compile(
     r"""\blogin[ \t]+\S+\s+(?:password|passwd)[ \t]+(?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"']+)""",
     re.IGNORECASE,
 )
-# "username bob password hunter2": a value with a digit or a symbol in it (a word there may
+# "username bob password hunter2", "user bob pass hunter2": a value with a digit or a symbol in it (a word there may
 # be the sentence's: "the user admin password policy")
 _USER_PASSWORD = re.compile(
-    r"""\buser(?:name)?[ \t]+\S+[ \t]+(?:password|passwd|pw)[ \t]+
+    r"""\buser(?:name)?[ \t]+\S+[ \t]+(?:password|passwd|pass|pw)[ \t]+
     (?P<value>[^\s"'.,;]*[\d!@#$%^&*+=?~][^\s"']*?)(?=[.,;]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -288,7 +291,7 @@ _SMB_USER = re.compile(
 # full stop or comma after it
 _OPTION_VALUE = r"""(?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|(?![.,;:!?)]*(?:\s|$))[^\s"'\-]\S*?(?=[.,]?(?:\s|$)))"""
 # the option that takes a password, separated by spaces, in the commands that have one:
-# redis-cli -a X, docker login -p X, mongo/mongosh -p X, ldapsearch -w X, sqlcmd -P X
+# redis-cli -a X, docker login -p X, az login -p X, mongo/mongosh -p X, ldapsearch -w X, sqlcmd -P X
 # ("-p" elsewhere is a port: docker run -p 8080:80)
 _COMMAND_PASSWORDS = [
     re.compile(
@@ -297,7 +300,7 @@ _COMMAND_PASSWORDS = [
     )
     for command, option in (
         ("redis-cli", "-a"),
-        (r"docker\s+login|podman\s+login|buildah\s+login", "-p"),
+        (r"docker\s+login|podman\s+login|buildah\s+login|az\s+login", "-p"),
         ("mongo(?:sh|dump|restore|export|import|stat|top|files)?", "-p"),
         ("ldap(?:search|add|modify|delete|modrdn|passwd|whoami|compare|exop)", "-w"),
         ("sqlcmd|bcp", "-P"),
@@ -454,6 +457,48 @@ _NOT_A_VALUE = _FUNCTION_WORDS | frozenset(
         "whatever",
         "working",
         "wrong",
+    ]
+)
+# ... and those words in German, after "Passwort ist" / "Kennwort lautet" ("ist nicht gut",
+# "lautet anders", "ist abgelaufen")
+_NOT_A_VALUE |= frozenset(
+    [
+        "abgelaufen",
+        "aktuell",
+        "alt",
+        "anders",
+        "bekannt",
+        "das",
+        "dasselbe",
+        "der",
+        "die",
+        "dort",
+        "ein",
+        "eine",
+        "falsch",
+        "geheim",
+        "gesperrt",
+        "gleich",
+        "gültig",
+        "hier",
+        "immer",
+        "jetzt",
+        "korrekt",
+        "kurz",
+        "lang",
+        "leer",
+        "mein",
+        "nicht",
+        "noch",
+        "neu",
+        "richtig",
+        "schwach",
+        "sicher",
+        "stark",
+        "unbekannt",
+        "ungültig",
+        "unsicher",
+        "zurückgesetzt",
     ]
 )
 # "the password is kept in a vault", "... is rotated every month": one lower-case word that
