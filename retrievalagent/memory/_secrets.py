@@ -32,6 +32,7 @@ hex) are left alone.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -868,13 +869,39 @@ def mask_secrets(
     """``text`` with what looks like a secret replaced by ``MASK``, and how many were
     (``random_looking=False``: not the long random-looking strings, which ids can be).
     ``found``, when given, collects the values masked."""
+    if not text:
+        return text, 0
+    if len(text) <= _REMEMBERED_CHARS:
+        masked, count, values = _masked_remembered(text, random_looking)
+    else:
+        masked, count, values = _masked(text, random_looking)
+    if found is not None:
+        found.extend(values)
+    return masked, count
+
+
+#: Texts up to this long have their masking remembered (``_masked_remembered``).
+_REMEMBERED_CHARS = 4000
+
+
+@functools.lru_cache(maxsize=1024)
+def _masked_remembered(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]:
+    """``_masked``, remembered for the last texts masked: every turn masks the thread's
+    history again to know which exchanges the prompt already shows (83% of that work was
+    masking the same messages as the turn before: 3.4 ms a turn for twenty messages). The
+    texts are the process's own recent messages, which the graph's state holds too."""
+    return _masked(text, random_looking)
+
+
+def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]:
+    """``text`` masked, how many secrets were, and the values masked."""
     count = 0
+    found: list[str] = []
 
     def masked(m: re.Match[str]) -> str:
         nonlocal count
         count += 1
-        if found is not None:
-            found.append(m.group(0))
+        found.append(m.group(0))
         return MASK
 
     def masked_value(m: re.Match[str]) -> str:
@@ -883,8 +910,7 @@ def mask_secrets(
         if value.startswith("[secret") or _kept_as_prose(m):
             return m.group(0)
         count += 1
-        if found is not None:
-            found.append(value)
+        found.append(value)
         return m.group(0)[: m.start("value") - m.start(0)] + MASK
 
     text = _KNOWN_FORMATS.sub(masked, text)
@@ -927,9 +953,9 @@ def mask_secrets(
         lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
     )
     if not random_looking:
-        return text, count
+        return text, count, tuple(found)
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
-    return text, count
+    return text, count, tuple(found)
 
 
 def recurring_secrets(found: Iterable[str]) -> list[str]:
