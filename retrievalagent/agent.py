@@ -789,6 +789,7 @@ class RetrievalAgent:
         memory, user = self._memory_for(user_id)
         memory_id, thread = _what_to_forget(memory_id, thread_id)
         self._components.writes.wait_for(user, self.settings.memory_timeout)
+        self._forgetting(user, memory_id, thread)
         return memory.forget(user, memory_id, thread)
 
     async def aforget(
@@ -798,7 +799,14 @@ class RetrievalAgent:
         memory, user = self._memory_for(user_id)
         memory_id, thread = _what_to_forget(memory_id, thread_id)
         await self._components.writes.await_for(user, self.settings.memory_timeout)
+        self._forgetting(user, memory_id, thread)
         return await memory.aforget(user, memory_id, thread)
+
+    def _forgetting(self, user: str, memory_id: str | None, thread: str | None) -> None:
+        """Cancel the conversation writes still on their way (a fact a model is drawing):
+        landing after this ``forget``, they would bring back what it erased."""
+        if memory_id is None and (writer := self._components.writer) is not None:
+            writer.forgetting(user, thread)
 
     # -- conversation memory -----------------------------------------------------------------
     def _writer_for(self, user_id: str) -> tuple[ConversationWriter, str]:

@@ -1252,6 +1252,23 @@ def test_chat_history_is_not_recalled_again_as_an_earlier_conversation(
     assert any(S3_SAID in line for line in lines), lines
 
 
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_chat_history_from_another_thread_is_not_recalled_again(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """The exchange was stored in thread t1; given again as ``chat``'s history, under
+    another thread or none, the prompt shows it once, as history."""
+    model = ScriptedChatModel(replies=[REPLY])
+    rag = build(kind, model=model)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    history = [("user", STATEMENT), ("assistant", REPLY)]
+    for config in (cfg("alice", "t9"), cfg("alice")):
+        rag.chat(FOLLOW_UP, history=history, config=config)
+        prompt = model.inputs("answer")[-1]
+        assert STATEMENT in prompt_text(prompt)
+        assert not any(SAID in line for line in conversation_lines(system_text(prompt)))
+
+
 @pytest.mark.parametrize("kind", ["store", "postgres"])
 def test_two_processes_over_one_store_see_each_others_writes_and_erasures(
     make_agent: Callable[..., Any], request: pytest.FixtureRequest, kind: str
@@ -1623,6 +1640,59 @@ def test_forgetting_a_conversation_erases_its_fact_from_the_newer_ones_history(
     assert "PostgreSQL" not in stored_text(backend["memory_store"])
 
 
+def _slow_fact(messages: list[Any]) -> dict[str, Any]:
+    """A model still drawing the fact when the user erases the conversation."""
+    import time
+
+    time.sleep(0.5)
+    return fact("database", "Runs PostgreSQL 13 on Debian 11.", 0)
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+@pytest.mark.parametrize("scope", ["thread", "user"])
+def test_a_fact_still_being_drawn_when_its_conversation_is_erased_is_never_kept(
+    build: Callable[..., Any], kind: str, scope: str
+) -> None:
+    model = ScriptedChatModel(replies=[REPLY, "Run pg_upgrade [1]."], facts=[_slow_fact])
+    rag = build(kind, model=model)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    erased = rag.forget("alice", thread_id="t1") if scope == "thread" else rag.forget("alice")
+    assert erased == 1  # the turn's exchange, waited for
+    rag.drain_background(10)  # the fact's model call returns after the erase
+    assert rag.list_memories("alice") == []
+    state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t2"))
+    assert "PostgreSQL 13" not in state.memory_context
+
+
+async def test_a_fact_still_being_drawn_when_aforget_erases_its_conversation_is_never_kept(
+    abuild: Callable[..., Any],
+) -> None:
+    model = ScriptedChatModel(replies=[REPLY], facts=[_slow_fact])
+    rag = await abuild("store", model=model)
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    assert await rag.aforget("alice", thread_id="t1") == 1
+    await rag.adrain_background(10)
+    assert await rag.alist_memories("alice") == []
+
+
+def test_erasing_one_conversation_leaves_a_fact_still_being_drawn_in_another(
+    build: Callable[..., Any],
+) -> None:
+    model = ScriptedChatModel(
+        replies=["Noted [1].", REPLY],
+        facts=[fact("monitoring", "Runs Grafana 10 on Ubuntu 22.04.", 0), _slow_fact],
+    )
+    rag = build("store", model=model)
+    rag.invoke(
+        "My monitoring runs Grafana 10 on Ubuntu 22.04. How do alerts work?", cfg("alice", "t0")
+    )
+    rag.drain_background(10)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    assert rag.forget("alice", thread_id="t0") == 2  # t0's exchange and its fact
+    rag.drain_background(10)
+    assert [m["thread_id"] for m in facts_of(rag.list_memories("alice"))] == ["t1"]
+
+
 @pytest.mark.parametrize("kind", ["postgres_async"])
 async def test_facts_about_the_user_under_ainvoke(abuild: Callable[..., Any], kind: str) -> None:
     model = ScriptedChatModel(
@@ -1931,8 +2001,31 @@ def test_the_prompt_holds_at_most_top_k_memories_within_max_chars(
     assert len(rag.recall(question, user_id="alice", k=8)) == 8  # an explicit k counts alone
     lines = conversation_lines(rag.invoke(question, cfg("alice", "now")).memory_context)
     assert 1 <= len(lines) <= 3
-    shown = sum(len(line.split("] ", 1)[1]) for line in lines)
-    assert shown <= 700 and all(len(line) < 460 for line in lines)
+    # the bound holds for the lines as the prompt shows them: dates and line breaks too
+    assert sum(len(line) + 1 for line in lines) <= 700 and all(len(line) < 460 for line in lines)
+
+
+def test_the_size_bound_counts_the_dates_and_titles_the_prompt_shows(
+    build: Callable[..., Any],
+) -> None:
+    rag = build("store", conversation_top_k=8, conversation_max_chars=330)
+    for day in range(6):  # six relevant memories of about a hundred characters each
+        rag.remember(
+            [
+                {
+                    "role": "user",
+                    "content": f"Day {day}: the cluster failover happened again at night.",
+                }
+            ],
+            user_id="alice",
+            thread_id=f"incident-{day}",
+            at=AT + timedelta(days=day),
+        )
+    lines = conversation_lines(
+        rag.invoke("What happened with the cluster failover?", cfg("alice", "now")).memory_context
+    )
+    assert len(lines) >= 2
+    assert sum(len(line) + 1 for line in lines) <= 330
 
 
 # -- what a hostile pass found --------------------------------------------------------------

@@ -540,6 +540,9 @@ class Nodes:
             waited = await self.components.writes.await_for(plan.request.user_id, plan.timeout)
             found = await asyncio.wait_for(plan.reader.aread(plan.request), plan.timeout)
         except Exception as exc:
+            if isinstance(exc, TimeoutError | asyncio.TimeoutError) and not str(exc):
+                # asyncio's says nothing: say what invoke's does
+                exc = TimeoutError(f"{_SEARCH} took longer than {plan.timeout:g}s")
             return self._read_failed(exc, plan)
         return self._after_read(found, plan, waited)
 
@@ -1051,11 +1054,12 @@ class Nodes:
         shown = history_for_model(history[: asked or 0], self.settings.history_tokens)
         earlier = [s for i, m in enumerate(shown) if (s := _said(m, i)) is not None]
         records = writer.exchanges(said, **where, after=after if kept else None, earlier=earlier)
+        ticket = writer.ticket()  # a forget of this conversation from now on cancels these
         writes = [
             _Write(
                 f"conversation: {state['question']}",
-                lambda: writer.store_now(records),
-                lambda: writer.astore_now(records),
+                lambda: writer.store_now(records, ticket),
+                lambda: writer.astore_now(records, ticket),
                 user,
                 records[0].text[:200],
             )
@@ -1064,8 +1068,8 @@ class Nodes:
             writes.append(  # not waited for by the user's next turn: a model call
                 _Write(
                     f"conversation facts: {state['question']}",
-                    lambda: writer.store_facts(said, **where),
-                    lambda: writer.astore_facts(said, **where),
+                    lambda: writer.store_facts(said, **where, ticket=ticket),
+                    lambda: writer.astore_facts(said, **where, ticket=ticket),
                     "",
                     "facts about the user",
                 )

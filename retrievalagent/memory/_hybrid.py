@@ -210,6 +210,7 @@ class UserIndex:
         self._posting_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._df: dict[int, int] = {}
         self._thread_rows: dict[str, list[int]] = {}
+        self._text_rows: dict[str, list[int]] = {}  # what was said -> rows that say it
         self._speakers: dict[str, int] = {}  # speaker name (case-folded) -> rows
         self._dead = 0
         #: What the store said when this index was last brought up to date.
@@ -278,6 +279,7 @@ class UserIndex:
         for name in people:
             self._speakers[name] = self._speakers.get(name, 0) + 1
         self._thread_rows.setdefault(thread, []).append(row)
+        self._text_rows.setdefault(text, []).append(row)
         self._rows.terms.append(terms)
         for term, weight in terms.items():
             rows, weights = self._postings.setdefault(term, ([], []))
@@ -496,7 +498,7 @@ class UserIndex:
     def _open_rows(
         self, size: int, thread_id: str, seen: Collection[str], until: str
     ) -> np.ndarray:
-        """The rows a search may return: stored, not held by this thread's prompt, and
+        """The rows a search may return: stored, not held by this prompt's history, and
         said by ``until`` (when given)."""
         alive = self._alive[:size].copy()
         if until:
@@ -505,6 +507,11 @@ class UserIndex:
             alive &= (self._at <= until) | (self._at == "")
         for row in self._thread_rows.get(thread_id, []) if seen else []:
             if _held(self.values_at(row), seen):
+                alive[row] = False
+        # an exchange the prompt shows as history, stored from another conversation (the
+        # history ``chat`` was given, under another thread or none)
+        for said in seen:
+            for row in self._text_rows.get(said, ()):
                 alive[row] = False
         return alive
 

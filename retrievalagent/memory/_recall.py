@@ -301,9 +301,10 @@ class MemoryReader:
         kept, budget = [], policy.conversation_chars if limit is None else math.inf
         for hit in relevant:
             text = _said_text(hit, bears if wanted else None)
-            if len(text) > budget:
+            shown = _shown_chars(text, hit) if limit is None else len(text)
+            if shown > budget:
                 break
-            budget -= len(text)
+            budget -= shown
             kept.append(dataclasses.replace(hit, text=text))
             if len(kept) >= (limit or policy.conversation_limit):
                 break
@@ -312,6 +313,16 @@ class MemoryReader:
     def _terms(self, facts: Sequence[MemoryHit]) -> str:
         targets = [fact_targets(self.encoder, h.text, alias_of(h)) for h in facts]
         return " ".join(dict.fromkeys(" ".join(targets).split()))
+
+
+def _shown_chars(text: str, hit: MemoryHit) -> int:
+    """The characters a recalled memory takes in the prompt: its line ("- " and a line
+    break) with the date and title ``models.dated_line`` puts before ``text``, which the
+    size bound counts too (without them, 540 characters of memories were 959 shown)."""
+    title = str(hit.metadata.get("title") or "")
+    shown_title = title.rstrip("…").strip()
+    titled = len(title) + 4 if shown_title and shown_title not in text else 0  # , "title"
+    return len("- [2026-11-27 (Fri)] \n") + titled + len(text)
 
 
 def _restating(raw: Any, subjects: Collection[str]) -> set[str]:

@@ -5,10 +5,17 @@ turn the user had with the agent and a history they import are stored alike. The
 exchange is one batched write; the facts (with a chat model, for a store backend: mem0
 extracts its own) are a second plan that reads the subjects already known, asks the
 extractor, checks what it filled (``memory._extract``) and writes what passed.
+
+A turn's writes run in the background, the facts after a model call: ``forget`` may erase
+the conversation while they are on their way. A write scheduled before such a ``forget``
+(its ``ticket``) stores nothing, and takes back what it stored if the ``forget`` came
+while it was storing (``_Forgets``).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -34,6 +41,33 @@ __all__ = ["ConversationWriter"]
 _MESSAGES_PER_CALL = 20
 
 
+class _Forgets:
+    """The ``forget`` calls of conversations (a thread, or all of a user's), numbered, so a
+    write can tell whether one came after it was scheduled."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._log: deque[tuple[int, str, str | None]] = deque(maxlen=10_000)
+
+    def ticket(self) -> int:
+        with self._lock:
+            return self._count
+
+    def record(self, user_id: str, thread_id: str | None) -> None:
+        with self._lock:
+            self._count += 1
+            self._log.append((self._count, user_id, thread_id))
+
+    def since(self, ticket: int, user_id: str, thread_id: str) -> bool:
+        """Whether a ``forget`` after ``ticket`` erased this user's conversation."""
+        with self._lock:
+            return any(
+                n > ticket and user == user_id and thread in (None, thread_id)
+                for n, user, thread in self._log
+            )
+
+
 class ConversationWriter:
     """Turns what was said into conversation memory records and writes them.
 
@@ -46,6 +80,15 @@ class ConversationWriter:
     def __init__(self, memory: MemoryBackend, extractor: FactExtractor | None = None) -> None:
         self.memory = memory
         self.extractor = extractor
+        self._forgets = _Forgets()
+
+    def ticket(self) -> int:
+        """Taken when a write is scheduled: a ``forget`` after it cancels the write."""
+        return self._forgets.ticket()
+
+    def forgetting(self, user_id: str, thread_id: str | None) -> None:
+        """Called before a conversation (or all of a user's) is erased."""
+        self._forgets.record(user_id, thread_id)
 
     @staticmethod
     def exchanges(
@@ -76,11 +119,22 @@ class ConversationWriter:
             lambda: memory.aadd_conversations(records),
         )
 
-    def store_now(self, records: list[ConversationRecord]) -> list[MemoryHit]:
-        return self.memory.add_conversations(records)
+    def _erase(self, user_id: str, memory_id: str) -> IO:
+        memory = self.memory
+        return IO(
+            lambda: memory.forget(user_id, memory_id),
+            lambda: memory.aforget(user_id, memory_id),
+        )
 
-    async def astore_now(self, records: list[ConversationRecord]) -> list[MemoryHit]:
-        return await self.memory.aadd_conversations(records)
+    def store_now(
+        self, records: list[ConversationRecord], ticket: int | None = None
+    ) -> list[MemoryHit]:
+        return run(self._kept(records, ticket))
+
+    async def astore_now(
+        self, records: list[ConversationRecord], ticket: int | None = None
+    ) -> list[MemoryHit]:
+        return await arun(self._kept(records, ticket))
 
     def store_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
         """Run :meth:`facts` with blocking calls."""
@@ -88,6 +142,22 @@ class ConversationWriter:
 
     async def astore_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
         return await arun(self.facts(said, **where))
+
+    def _kept(self, records: list[ConversationRecord], ticket: int | None) -> Plan[list[MemoryHit]]:
+        """``records`` stored, unless their conversation was forgotten after ``ticket``:
+        then nothing is, and what this write stored while the ``forget`` ran is taken
+        back (the ``forget`` erased what was there before it)."""
+        if not records:
+            return []
+        user, thread = records[0].user_id, records[0].thread_id
+        if ticket is not None and self._forgets.since(ticket, user, thread):
+            return []
+        stored: list[MemoryHit] = list((yield self.store(records)))
+        if ticket is not None and self._forgets.since(ticket, user, thread):
+            for hit in stored:
+                yield self._erase(user, hit.id)
+            return []
+        return stored
 
     def wants_facts(self, said: Sequence[Said]) -> bool:
         """Whether ``facts`` would extract anything: there is an extractor (the agent's
@@ -103,15 +173,17 @@ class ConversationWriter:
         thread_id: str = "",
         at: datetime | str | None = None,
         title: str = "",
+        ticket: int | None = None,
     ) -> Plan[list[MemoryHit]]:
-        """Extract, check and store the facts about the user in ``said``."""
+        """Extract, check and store the facts about the user in ``said`` (nothing once
+        their conversation is forgotten after ``ticket``)."""
         if not self.wants_facts(said):
             return []
         # what the model sees and what is kept: the messages, metadata and title masked
         said, title = masked_said(said)[0], mask_secrets(title)[0]
         if self.extractor is None:  # the backend extracts: hand it the user's messages
             records = [self._for_backend(said, user_id, thread_id, at, title)]
-            return list((yield self.store(records)))
+            return list((yield from self._kept(records, ticket)))
         extractor, memory, when = self.extractor, self.memory, iso(parse_time(at))
         known = yield IO(lambda: memory.facts_about(user_id), lambda: memory.afacts_about(user_id))
         subjects = list(dict.fromkeys(str(h.metadata.get("subject") or "") for h in known))
@@ -119,6 +191,8 @@ class ConversationWriter:
         mine = [m for m in said if m.role == "user"]
         stored: list[MemoryHit] = []
         for start in range(0, len(mine), _MESSAGES_PER_CALL):
+            if ticket is not None and self._forgets.since(ticket, user_id, thread_id):
+                break  # no more model calls for a forgotten conversation
             part = mine[start : start + _MESSAGES_PER_CALL]
             texts = [m.content for m in part]
             found = yield _extraction(extractor, texts, list(subjects))
@@ -138,7 +212,7 @@ class ConversationWriter:
                 for fact in checked_facts(found, texts)
             ]
             if records:
-                stored += yield self.store(records)
+                stored += yield from self._kept(records, ticket)
                 subjects += [r.subject for r in records if r.subject not in subjects]
         return [h for h in stored if h.kind == CONVERSATION]
 
