@@ -725,7 +725,8 @@ class RetrievalAgent:
     def delete_thread(self, thread_id: str) -> bool:
         """Delete a thread's checkpoints (and so its entry in :meth:`list_threads`).
 
-        Returns False when this collection has no such thread.
+        What memory learned in the thread stays (``forget(user_id, thread_id=...)`` erases
+        it). Returns False when this collection has no such thread.
         """
         return self.threads.delete(thread_id)
 
