@@ -313,8 +313,9 @@ class Settings:
     )
     conversation_max_chars: int = _count(
         "RAG_CONVERSATION_MAX_CHARS",
-        2000,
-        "Most characters of conversation memory in one answer prompt (each memory is cut to 400).",
+        2300,
+        "Most characters of conversation memory in one answer prompt, dates and titles "
+        "included (each memory is cut to 400).",
         0,
         100_000,
     )

@@ -300,6 +300,32 @@ def test_memory_import_search_list_and_forget_a_conversation(
     assert twice.exit_code == 1 and "from conversation 'vpn'" in twice.stderr
 
 
+def test_memory_import_of_a_renamed_export_stores_nothing_new(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    """Conversations without an id are named after what was said, not after the file and
+    line: the same export saved under another name, or with a conversation added at the
+    top, stores only what is new; --thread cannot name several conversations."""
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    vault = [{"role": "user", "content": "Our vault runs on PostgreSQL 13."}]
+    printer = [{"role": "user", "content": "The printer on floor 2 jams on A3 paper."}]
+    vpn = [{"role": "user", "content": "The VPN drops every hour since Monday."}]
+
+    def memory(*args: str) -> Any:
+        return runner.invoke(app, ["memory", *args, "-c", "notes"], catch_exceptions=False)
+
+    first = memory(
+        "import", str(_jsonl(tmp_path / "export-26.jsonl", vault, printer)), "--user", "ann"
+    )
+    assert "2 new memories" in first.stdout, first.output
+    later = _jsonl(tmp_path / "export-27.jsonl", vpn, vault, printer)
+    assert "1 new memory" in memory("import", str(later), "--user", "ann").stdout
+    assert memory("list", "ann").stdout.count("PostgreSQL 13") == 1
+    refused = memory("import", str(later), "--user", "ann", "--thread", "support")
+    assert refused.exit_code == 1
+    assert "--thread names one conversation" in refused.stderr and "holds 3" in refused.stderr
+
+
 def test_memory_import_reads_line_separators_inside_json_strings_as_text(
     runner: CliRunner, notes: Path, tmp_path: Path
 ) -> None:

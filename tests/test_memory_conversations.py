@@ -2368,6 +2368,60 @@ def test_a_secret_said_once_is_masked_where_the_conversation_repeats_it(
     assert "Zx81" not in kept and "Q7hpT2mK9" not in kept
 
 
+@pytest.mark.parametrize(
+    ("typed", "reply", "secret"),
+    [
+        ("The wifi password is Xy7kL9qZ.", "Got it: Xy7kL9qZ is the wifi password.", "Xy7kL9qZ"),
+        (
+            "My wifi password: Tr0ub4dor3 stopped working after the update",
+            "If Tr0ub4dor3 stopped working, reset the router.",
+            "Tr0ub4dor3",
+        ),
+        ("Passwort: Xy7kL9qZ geht nicht", "Xy7kL9qZ ist abgelaufen.", "Xy7kL9qZ"),
+    ],
+)
+def test_a_reply_quoting_a_password_as_the_user_ended_or_began_a_clause_keeps_no_copy(
+    typed: str, reply: str, secret: str
+) -> None:
+    """The value masked where it was typed is "Xy7kL9qZ." or "Tr0ub4dor3 stopped working
+    after the update"; the reply quotes the password alone."""
+    rag = make_offline_store_agent()
+    stored = rag.remember(
+        [{"role": "user", "content": typed}, {"role": "assistant", "content": reply}],
+        user_id="s",
+        thread_id="t",
+    )
+    kept = json.dumps([stored, rag.list_memories("s")])
+    assert secret not in kept
+
+
+def test_a_password_given_in_metadata_is_masked_where_the_words_repeat_it() -> None:
+    rag = make_offline_store_agent()
+    rag.remember(
+        [
+            {
+                "role": "user",
+                "content": "I typed Zx9kk22qP into the login box and it failed",
+                "metadata": {"password": "Zx9kk22qP"},
+            },
+            {"role": "assistant", "content": "Check caps lock."},
+        ],
+        user_id="s",
+        thread_id="t",
+    )
+    kept = json.dumps(rag.list_memories("s"))
+    assert "login box" in kept and "Zx9kk22qP" not in kept
+
+
+def test_the_full_stop_after_a_masked_password_stays_the_sentences() -> None:
+    from retrievalagent.memory._secrets import MASK, mask_secrets
+
+    assert mask_secrets("The wifi password is Xy7kL9qZ. It stopped.") == (
+        f"The wifi password is {MASK}. It stopped.",
+        1,
+    )
+
+
 def test_a_reply_quoting_a_secret_pasted_in_an_earlier_turn_keeps_no_copy(
     build: Callable[..., Any],
 ) -> None:
@@ -2445,6 +2499,31 @@ def test_an_empty_thread_id_is_refused_as_forget_refuses_it() -> None:
         with pytest.raises(ConfigError, match="thread_id must not be empty"):
             rag.remember([{"role": "user", "content": "hello"}], user_id="v", thread_id=blank)
     assert rag.list_memories("v") == []
+
+
+def test_conversations_whose_message_ids_repeat_are_all_kept() -> None:
+    """An export numbering each conversation's messages from 1, or putting the
+    conversation's id on every row: different words are different memories."""
+    rag = make_offline_store_agent()
+    day1 = [
+        {"role": "user", "content": "My cat is called Miso.", "id": 1},
+        {"role": "assistant", "content": "Nice name.", "id": 2},
+    ]
+    day2 = [
+        {"role": "user", "content": "I moved to Porto last month.", "id": 1},
+        {"role": "assistant", "content": "Lovely city.", "id": 2},
+    ]
+    assert len(rag.remember(day1, user_id="ann", thread_id="dm", at="2026-03-01")) == 1
+    assert len(rag.remember(day2, user_id="ann", thread_id="dm", at="2026-03-02")) == 1
+    assert len(rag.remember(day2, user_id="ann", thread_id="dm", at="2026-03-02")) == 0
+    assert "Porto" in rag.recall("Where did I move to?", user_id="ann")[0]["text"]
+    same_id = [
+        {"role": "user", "content": "My dog is called Rex.", "id": "conv-7"},
+        {"role": "assistant", "content": "Good dog.", "id": "conv-7"},
+        {"role": "user", "content": "I work night shifts at the hospital.", "id": "conv-7"},
+    ]
+    stored = rag.remember(same_id, user_id="bob", thread_id="t")
+    assert len(stored) == 2 and "Rex" in stored[0]["text"] + stored[1]["text"]
 
 
 def test_the_same_conversation_imported_at_another_time_is_stored_once() -> None:

@@ -199,11 +199,17 @@ def import_history(
         _when(at, "--at")
         # every line is checked before anything is stored: a bad one stops the import
         conversations = read_conversations(file)
+        if thread is not None and len(conversations) > 1:
+            raise ConfigError(
+                f"--thread names one conversation, and {file} holds {len(conversations)}: "
+                'give each line its own "thread_id", or leave --thread out to name each '
+                "conversation after what was said"
+            )
         named = []
-        for number, conversation in enumerate(conversations, 1):
+        for conversation in conversations:
+            # without an id, a conversation is named after what was said (by remember):
+            # importing it again, from a renamed file or another line, stores nothing new
             thread_id = conversation.get("thread_id") or thread
-            if thread_id is None and len(conversations) > 1:
-                thread_id = f"{file.stem}-{number}"
             at_ = conversation.get("at") or at
             named.append({"messages": conversation["messages"], "thread_id": thread_id, "at": at_})
         with _memory_agent(collection, store, backend_url, data_dir) as rag:

@@ -366,7 +366,7 @@ def _masked_each(
     for message in said:
         content, in_content = mask_secrets(message.content, found=found)
         name, in_name = mask_secrets(message.name)
-        metadata, in_metadata = mask_metadata(message.metadata)
+        metadata, in_metadata = mask_metadata(message.metadata, found)
         masked = dataclasses.replace(message, content=content, name=name, metadata=metadata)
         first.append((masked, in_content + in_name + in_metadata))
     known = recurring_secrets(found)
@@ -405,8 +405,10 @@ def exchange_records(
     quote back).
 
     An exchange is known by its thread and its place and words in the conversation (by
-    its messages' ids when they all have one), not by its time: importing the same history
-    again, even with another time, stores it once. Outside a thread, ``at`` tells two
+    its messages' ids and words when they all have an id: an export that numbers each
+    conversation's messages from 1, or puts the conversation's id on every row, repeats
+    ids), not by its time: importing the same history again, even with another time,
+    stores it once. Outside a thread, ``at`` tells two
     conversations with the same words apart. A live turn gives ``after``, the id of the
     reply it follows: asked again after it was cancelled (same words, same place in the
     thread, new message ids) it replaces its first copy instead of adding a second."""
@@ -435,7 +437,7 @@ def exchange_records(
         if after is not None:
             identity: Any = ["turn", after, words]
         elif all(ids):
-            identity = ids
+            identity = [ids, [(m.role, m.name, m.content) for m in raw]]
         else:
             identity = [place, [(m.role, m.name, m.content) for m in raw]]
         records.append(

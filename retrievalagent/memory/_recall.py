@@ -73,7 +73,7 @@ class ReadPolicy:
     conversations: bool = True
     conversation_threshold: float = 0.15
     conversation_limit: int = 8
-    conversation_chars: int = 2000
+    conversation_chars: int = 2300
 
 
 @dataclass

@@ -911,7 +911,16 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
             return m.group(0)
         count += 1
         found.append(value)
-        return m.group(0)[: m.start("value") - m.start(0)] + MASK
+        # the sentence's full stop or comma after an unquoted value stays the sentence's
+        end = m.end("value")
+        kept = len(value) - len(value.rstrip(".,;:"))
+        if (
+            value[:1] in _QUOTES
+            or kept == len(value)
+            or m.string[end : end + 1] not in ("", " ", "\n")
+        ):
+            kept = 0
+        return m.group(0)[: m.start("value") - m.start(0)] + MASK + value[len(value) - kept :]
 
     text = _KNOWN_FORMATS.sub(masked, text)
     text = _URL_PASSWORD.sub(masked_value, text)
@@ -963,7 +972,13 @@ def recurring_secrets(found: Iterable[str]) -> list[str]:
     same conversation repeats them (a reply quoting the password back, the key pasted again
     later), longest first. Only values that cannot be an ordinary word: "password: reset"
     masks "reset" there, not every "reset" of the conversation."""
-    values = {value.strip("\"'“”‘’").strip() for value in found}
+    values = set()
+    for value in found:
+        value = value.strip("\"'“”‘’").strip()
+        # as a reply quotes it: without the sentence's full stop ("is Xy7kL9qZ."), and a
+        # clause taken whole after "password:" by its first word ("Tr0ub4dor3 stopped
+        # working"), which alone is the password when it cannot be an ordinary word
+        values |= {value, value.rstrip(".,;:!?"), value.split(" ", 1)[0].rstrip(".,;:!?")}
     kept = [
         value
         for value in values
@@ -1048,11 +1063,13 @@ def _entry_name(entry: Mapping[Any, Any]) -> str | None:
     return next((v for v in names if isinstance(v, str)), None)
 
 
-def mask_metadata(value: Any) -> tuple[Any, int]:
+def mask_metadata(value: Any, found: list[str] | None = None) -> tuple[Any, int]:
     """A message's metadata with its secrets masked, and how many were: the whole value of
     a field named like a secret, or of an entry's ``value`` whose ``name`` or ``key`` names
-    one (not a count, a flag or a scheme's name there: see ``_about_a_secret``), and secrets of known shapes inside other text (not long
-    random-looking strings: message ids look like that)."""
+    one (not a count, a flag or a scheme's name there: see ``_about_a_secret``), and
+    secrets of known shapes inside other text (not long random-looking strings: message
+    ids look like that). ``found``, when given, collects the values masked: the message's
+    words may repeat them."""
     if isinstance(value, Mapping):
         out, count = {}, 0
         named = _entry_name(value)
@@ -1064,13 +1081,15 @@ def mask_metadata(value: Any) -> tuple[Any, int]:
                 and not _about_a_secret(field, item)
             ):
                 out[key], count = MASK, count + 1
+                if found is not None and isinstance(item, str | int):
+                    found.append(str(item))
             else:
-                out[key], found = mask_metadata(item)
-                count += found
+                out[key], inside = mask_metadata(item, found)
+                count += inside
         return out, count
     if isinstance(value, list):
-        items = [mask_metadata(item) for item in value]
-        return [item for item, _ in items], sum(found for _, found in items)
+        items = [mask_metadata(item, found) for item in value]
+        return [item for item, _ in items], sum(inside for _, inside in items)
     if isinstance(value, str):
-        return mask_secrets(value, random_looking=False)
+        return mask_secrets(value, random_looking=False, found=found)
     return value, 0
