@@ -326,6 +326,49 @@ def test_memory_import_of_a_renamed_export_stores_nothing_new(
     assert "--thread names one conversation" in refused.stderr and "holds 3" in refused.stderr
 
 
+def test_memory_import_reads_a_responses_api_transcript_with_a_tool_call(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    """Reasoning, a function call and its output are items without a role: skipped, as a
+    tool message is; the user's words and the reply are remembered."""
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    items = [
+        {"role": "user", "content": [{"type": "input_text", "text": "I fly to Oslo on Friday."}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "c1",
+            "name": "weather",
+            "arguments": "{}",
+        },
+        {"type": "function_call_output", "call_id": "c1", "output": "rainy, 5C"},
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "Pack a raincoat.", "annotations": []}],
+        },
+    ]
+    done = runner.invoke(
+        app,
+        [
+            "memory",
+            "import",
+            str(_jsonl(tmp_path / "r.jsonl", *items)),
+            "--user",
+            "ann",
+            "-c",
+            "notes",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    listed = invoke(runner, "memory", "list", "ann", "-c", "notes").stdout
+    assert "I fly to Oslo on Friday. / assistant: Pack a raincoat." in listed
+    assert "rainy" not in listed
+
+
 def test_memory_import_reads_line_separators_inside_json_strings_as_text(
     runner: CliRunner, notes: Path, tmp_path: Path
 ) -> None:
@@ -445,6 +488,8 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
         (["--user", " ann"], "--user=' ann'"),
         (["--user", "ann", "--thread", "t1 "], "--thread='t1 '"),
         (["--user", "ann", "--at", "yesterday"], "--at='yesterday'"),
+        (["--user", ""], "--user must not be empty"),
+        (["--user", "ann", "--thread", ""], "--thread must not be empty"),
     ):
         refused = runner.invoke(app, ["memory", "import", ok, *args, "-c", "notes"])
         assert refused.exit_code == 1 and problem in refused.stderr, refused.stderr
@@ -454,6 +499,10 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
     assert refused.exit_code == 1 and "--thread=' t'" in refused.stderr
     refused = runner.invoke(app, ["memory", "forget", "ann", "--thread", "", "-c", "notes"])
     assert refused.exit_code == 1 and "--thread must not be empty" in refused.stderr
+    refused = runner.invoke(app, ["memory", "forget", "ann", "--id", "", "-c", "notes"])
+    assert refused.exit_code == 1 and "--id must not be empty; take one from `memory list`" in (
+        refused.stderr
+    )
     assert "nothing is remembered" in invoke(runner, "memory", "list", "ann", "-c", "notes").stdout
     # an OpenAI export's own keys are allowed, and the import then lists under --user too
     export = {"role": "assistant", "content": "Try reconnecting.", "refusal": None}

@@ -2501,6 +2501,36 @@ def test_an_empty_thread_id_is_refused_as_forget_refuses_it() -> None:
     assert rag.list_memories("v") == []
 
 
+def test_words_typed_full_width_are_found_as_typed() -> None:
+    """A Japanese input method types "ＩＮＣ－２０９３１"; the question asking for it is
+    read in its NFKC form, and so is the memory."""
+    rag = make_offline_store_agent()
+    rag.remember(
+        [{"role": "user", "content": "My incident ticket is ＩＮＣ－２０９３１."}],
+        user_id="ann",
+        thread_id="t",
+    )
+    rag.remember(
+        [{"role": "user", "content": "The quarterly budget review moved to Friday."}],
+        user_id="ann",
+        thread_id="u",
+    )
+    (first, *_) = rag.recall("ＩＮＣ－２０９３１", user_id="ann")
+    assert "INC-20931" in first["text"]
+
+
+def test_a_time_in_utc_may_end_in_a_lower_case_z() -> None:
+    """RFC 3339 allows "z" for "Z"."""
+    rag = make_offline_store_agent()
+    (stored,) = rag.remember(
+        [{"role": "user", "content": "The VPN dropped again."}],
+        user_id="d",
+        thread_id="x",
+        at="2026-03-14T09:30:00z",
+    )
+    assert stored["at"].startswith("2026-03-14T09:30:00")
+
+
 def test_conversations_whose_message_ids_repeat_are_all_kept() -> None:
     """An export numbering each conversation's messages from 1, or putting the
     conversation's id on every row: different words are different memories."""

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from retrievalagent._inputs import NAMED_AFTER_WHAT_WAS_SAID, check_id, check_name
+from retrievalagent._inputs import NAMED_AFTER_WHAT_WAS_SAID, check_name
 from retrievalagent.cli._common import (
     HELP_MARKUP,
     CollectionOpt,
@@ -35,6 +35,7 @@ from retrievalagent.memory import (
     CONVERSATION_KEYS,
     MESSAGE_KEYS,
     parse_time,
+    responses_item,
     said_in,
     said_of,
 )
@@ -158,7 +159,7 @@ def search(
 ) -> None:
     """What a question of USER would recall: every kind, best first."""
     with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
-        found = rag.recall(query, user_id=check_id(user, "--user"), k=k)
+        found = rag.recall(query, user_id=check_name(user, "--user"), k=k)
     if as_json:
         console.print_json(json.dumps(found))
         return
@@ -194,8 +195,9 @@ def import_history(
 ) -> None:
     """Remember earlier conversations of USER, as if they had been had with the agent."""
     with handle_errors():
-        user = check_id(user, "--user")
-        thread = None if thread is None else check_id(thread, "--thread")
+        user = check_name(user, "--user")
+        if thread is not None:
+            thread = check_name(thread, "--thread", NAMED_AFTER_WHAT_WAS_SAID)
         _when(at, "--at")
         # every line is checked before anything is stored: a bad one stops the import
         conversations = read_conversations(file)
@@ -307,13 +309,15 @@ def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _is_message(row: Any) -> bool:
-    return isinstance(row, dict) and "role" in row
+    """A message, or a Responses API item that is not one (a tool call, reasoning), which
+    import skips as it skips tool messages."""
+    return isinstance(row, dict) and ("role" in row or responses_item(row))
 
 
 def _unreadable(path: Path, number: int, row: Any) -> None:
     """``ConfigError`` for a line that is neither a message nor a conversation because a
     key is misspelt ("Role", "Messages"): the key is named, not the file's shape."""
-    if not isinstance(row, dict) or "role" in row or "messages" in row:
+    if not isinstance(row, dict) or "role" in row or "messages" in row or responses_item(row):
         return
     for key in row:
         if hint := _nearest(str(key), ("role", "messages")):
@@ -351,7 +355,7 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
     messages = conversation["messages"]
     _known_keys(path, lines[0], conversation, "the conversation", CONVERSATION_KEYS)
     for position, (line, message) in enumerate(zip(lines, messages, strict=False)):
-        if isinstance(message, dict):
+        if isinstance(message, dict) and not responses_item(message):
             _known_keys(
                 path,
                 line,
@@ -429,9 +433,10 @@ def forget(
     if memory_id is None and thread is None and not yes:
         typer.confirm(f"Erase everything remembered about {user!r}?", abort=True)
     with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
-        thread = None if thread is None else check_id(thread, "--thread")
-        if thread is not None and not thread.strip():
-            raise ConfigError("--thread must not be empty; leave it out to erase everything")
+        if thread is not None:
+            thread = check_name(thread, "--thread", "leave it out to erase everything")
+        if memory_id is not None:
+            memory_id = check_name(memory_id, "--id", "take one from `memory list`")
         erased = rag.forget(user, memory_id, thread_id=thread)
         if memory_id is not None and erased == 0:
             raise ConfigError(f"user {user!r} has no memory with id {memory_id!r}")

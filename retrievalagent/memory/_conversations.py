@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -165,6 +166,14 @@ def _block_text(block: Any) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def responses_item(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is an item of an OpenAI Responses API transcript that is not a
+    message (``reasoning``, ``function_call``, ``function_call_output``...): it has a
+    ``type`` and no ``role``."""
+    kind = message.get("type")
+    return "role" not in message and isinstance(kind, str) and kind not in ("", "message")
+
+
 def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None:
     """A LangChain message or an OpenAI-style dict as a ``Said`` (None for system and tool
     messages, which are not something a person said); ``ValueError`` naming ``position``
@@ -172,6 +181,8 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
     a JSON dict and a text block whose words cannot be read are errors too; a live turn
     leaves them out, since what memory cannot keep must not fail the answer."""
     if isinstance(message, Mapping):
+        if responses_item(message):
+            return None  # a tool call, its output or reasoning: nothing a person said
         role = str(message.get("role") or "")
         content, name = message.get("content"), message.get("name")
         metadata, ident = message.get("metadata"), message.get("id")
@@ -203,13 +214,13 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
     _check_fields(position, content, name, ident, strict)
-    text = " ".join(clean_text(_text(content)).split())
+    text = _normalized(_text(content))
     if not text:
         return None
     return Said(
         role=_ROLES[role],  # type: ignore[arg-type]
         content=text,
-        name=" ".join(clean_text(str(name or "")).split()),
+        name=_normalized(str(name or "")),
         metadata=dict(metadata or {}),
         id=str(ident or ""),
     )
@@ -375,6 +386,13 @@ def _masked_each(
         content, echoed = mask_known(message.content, known)
         out.append((dataclasses.replace(message, content=content), count + echoed))
     return out, known
+
+
+def _normalized(text: str) -> str:
+    """Words as memory keeps them: in the form a question is asked in (NFKC: a full-width
+    "ＩＮＣ－２０９３１" typed by an input method is "INC-20931", as the question asking
+    for it becomes), with runs of whitespace as one space."""
+    return " ".join(unicodedata.normalize("NFKC", clean_text(text)).split())
 
 
 def source_of(message: Said) -> dict[str, Any]:

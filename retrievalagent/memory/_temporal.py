@@ -153,8 +153,8 @@ def _parsed(value: datetime | str | None, what: str) -> datetime:
                 # before in New York, so "what did I say on March 14?" missed it
                 value = datetime.combine(date.fromisoformat(text), _NOON)
             else:
-                value = datetime.fromisoformat(
-                    text.replace("Z", "+00:00") if text.endswith("Z") else text
+                value = datetime.fromisoformat(  # RFC 3339 allows a lower-case "z"
+                    text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
                 )
         except ValueError:
             raise ValueError(
