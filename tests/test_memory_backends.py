@@ -126,9 +126,19 @@ def test_mem0_distances_become_similarities(mem0_sync: Any) -> None:
         Mem0Backend(mem0_sync, score_kind="cosine")
 
 
-def test_mem0_backend_rejects_objects_without_search_and_add() -> None:
-    with pytest.raises(TypeError, match="search\\(\\) and add\\(\\)"):
+def test_mem0_backend_rejects_objects_without_search_add_and_get_all() -> None:
+    with pytest.raises(TypeError, match="has no search\\(\\) or add\\(\\) or get_all"):
         Mem0Backend(object())
+
+    class SearchAndAddOnly:  # a client every recall would fail on (preferences use get_all)
+        def search(self, query: str, **kwargs: Any) -> Any:
+            return {"results": []}
+
+        def add(self, messages: Any, **kwargs: Any) -> Any:
+            return {"results": []}
+
+    with pytest.raises(TypeError, match="SearchAndAddOnly has no get_all\\(\\)"):
+        Mem0Backend(SearchAndAddOnly())
 
 
 @pytest.mark.parametrize("indexed", [False, True], ids=["no-index", "index"])

@@ -187,10 +187,12 @@ class Mem0Backend(PlannedBackend):
         self._methods = {
             name: _pick(memory, name) for name in ("search", "add", "get_all", "delete", "update")
         }
-        if not all(any(self._methods[n]) for n in ("search", "add")):
+        missing = [n for n in ("search", "add", "get_all") if not any(self._methods[n])]
+        if missing:  # get_all lists preferences on every recall: without it each one failed
             raise TypeError(
-                f"mem0_memory must have search() and add() methods (mem0 Memory or AsyncMemory), "
-                f"got {type(memory).__name__}"
+                "mem0_memory must have search(), add() and get_all() methods (mem0 Memory or "
+                f"AsyncMemory); {type(memory).__name__} has no "
+                + " or ".join(f"{n}()" for n in missing)
             )
         self.async_native = self._methods["add"][1] is not None
         search_params = self._params("search")
