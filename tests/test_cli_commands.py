@@ -575,6 +575,29 @@ def test_a_damaged_index_is_one_line_and_rebuild_recovers(runner: CliRunner, not
     assert rebuilt.exit_code == 0 and "2 new" in rebuilt.stdout
 
 
+def test_a_rebuild_that_fails_keeps_the_index_it_was_to_replace(
+    runner: CliRunner, notes: Path
+) -> None:
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0
+    (notes / "blob.txt").write_bytes(b"abc\x00\x01\x02")  # refused: binary
+    failed = invoke(runner, "ingest", str(notes), "--rebuild")
+    assert failed.exit_code == 1 and "the previous index is back" in failed.stderr
+    assert "errors.md" in invoke(runner, "sources").stdout
+    answered = invoke(runner, "ask", "What does LF-409 mean?")
+    assert answered.exit_code == 0 and "locked by another process" in answered.stdout
+
+
+def test_a_rebuild_leaves_an_index_another_agent_has_open(runner: CliRunner, notes: Path) -> None:
+    from retrievalagent import init_agent
+
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0
+    with init_agent("docs") as serving:  # a server answering from it
+        refused = invoke(runner, "ingest", str(notes), "--rebuild")
+        assert refused.exit_code == 1 and "is open in this process" in refused.stderr
+        assert serving.count() > 0
+    assert "errors.md" in invoke(runner, "sources").stdout
+
+
 def test_ingesting_a_missing_path_creates_no_collection(
     runner: CliRunner, notes: Path, tmp_path: Path
 ) -> None:

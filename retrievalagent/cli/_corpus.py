@@ -3,8 +3,11 @@ removed."""
 
 from __future__ import annotations
 
+import os
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -51,7 +54,6 @@ def ingest(
     ] = False,
 ) -> None:
     """Index documents into a collection (unchanged files are skipped; a folder is mirrored)."""
-    from retrievalagent import IngestInterrupted
     from retrievalagent.ingest import check_paths_exist
 
     with handle_errors():
@@ -63,38 +65,66 @@ def ingest(
             metadata[key] = value
         files = _paths(paths)
         check_paths_exist(files)  # before the collection is created: a typo creates nothing
-        if rebuild:
-            _drop_embedded_index(collection, backend_url, data_dir)
-        report = None
+        replaced = _set_aside_embedded_index(collection, backend_url, data_dir) if rebuild else None
+        finished: list[Any] = []  # the report, once every source is in
         try:
-            with open_agent(collection, None, backend_url, data_dir) as rag:
-                err.print(
-                    f"[dim]Indexing {escape(', '.join(paths))} into collection "
-                    f"{escape(repr(rag.collection))}...[/]",
-                    soft_wrap=True,
-                )
-                try:
-                    report = rag.add_documents(
-                        files, metadata=metadata or None, keep_missing=keep_missing
-                    )
-                except IngestInterrupted as stop:
-                    err.print(f"[yellow]{escape(str(stop))}[/]", soft_wrap=True)
-                    raise typer.Exit(130) from None
-                for source in report.removed_sources:
-                    err.print(f"[dim]removed (no longer in the folder): {escape(source)}[/]")
-                count = rag.count()
-                console.print(
-                    f"{escape(str(report))}; collection {rag.collection!r} holds {count} chunks"
-                )
-        except KeyboardInterrupt:
-            if report is None:  # before the ingest began: nothing was written
-                raise
-            # after it: every source was finished, only the summary or the closing was cut
+            _ingest_files(
+                collection, backend_url, data_dir, paths, files, metadata, keep_missing, finished
+            )
+        except BaseException:
+            if replaced is not None and not finished:  # an unfinished rebuild keeps the old
+                replaced.put_back()
+            elif replaced is not None:
+                replaced.drop()
+            raise
+        if replaced is not None:
+            replaced.drop()
+
+
+def _ingest_files(
+    collection: str | None,
+    backend_url: str | None,
+    data_dir: Path | None,
+    paths: list[str],
+    files: list[Path],
+    metadata: dict[str, str],
+    keep_missing: bool,
+    finished: list[Any],
+) -> None:
+    """The ingest itself; ``finished`` gets its report as soon as every source is in."""
+    from retrievalagent import IngestInterrupted
+
+    report = None
+    try:
+        with open_agent(collection, None, backend_url, data_dir) as rag:
             err.print(
-                f"[yellow]interrupted after the ingest finished: {escape(str(report))}[/]",
+                f"[dim]Indexing {escape(', '.join(paths))} into collection "
+                f"{escape(repr(rag.collection))}...[/]",
                 soft_wrap=True,
             )
-            raise typer.Exit(130) from None
+            try:
+                report = rag.add_documents(
+                    files, metadata=metadata or None, keep_missing=keep_missing
+                )
+            except IngestInterrupted as stop:
+                err.print(f"[yellow]{escape(str(stop))}[/]", soft_wrap=True)
+                raise typer.Exit(130) from None
+            finished.append(report)
+            for source in report.removed_sources:
+                err.print(f"[dim]removed (no longer in the folder): {escape(source)}[/]")
+            count = rag.count()
+            console.print(
+                f"{escape(str(report))}; collection {rag.collection!r} holds {count} chunks"
+            )
+    except KeyboardInterrupt:
+        if report is None:  # before the ingest began: nothing was written
+            raise
+        # after it: every source was finished, only the summary or the closing was cut
+        err.print(
+            f"[yellow]interrupted after the ingest finished: {escape(str(report))}[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(130) from None
 
 
 def _paths(arguments: list[str]) -> list[Path]:
@@ -106,12 +136,30 @@ def _paths(arguments: list[str]) -> list[Path]:
     return [Path(argument) for argument in arguments]
 
 
-def _drop_embedded_index(
-    collection: str | None, backend_url: str | None, data_dir: Path | None
-) -> None:
-    import shutil
+@dataclass(frozen=True)
+class _SetAside:
+    """An index moved aside by ``--rebuild``: dropped once the new one is built, put back
+    when the rebuild fails or is interrupted (a failed rebuild must not leave less than a
+    failed ingest does)."""
 
+    index: Path
+    old: Path
+
+    def drop(self) -> None:
+        shutil.rmtree(self.old, ignore_errors=True)
+        err.print(f"[dim]replaced the index at {escape(str(self.index))}[/]", soft_wrap=True)
+
+    def put_back(self) -> None:
+        shutil.rmtree(self.index, ignore_errors=True)
+        self.old.rename(self.index)
+        err.print("[yellow]the rebuild did not finish: the previous index is back[/]")
+
+
+def _set_aside_embedded_index(
+    collection: str | None, backend_url: str | None, data_dir: Path | None
+) -> _SetAside | None:
     from retrievalagent import Settings
+    from retrievalagent.index import check_unlocked
 
     settings = Settings.load(backend_url=backend_url, data_dir=data_dir)
     if settings.backend_url is not None:
@@ -120,9 +168,13 @@ def _drop_embedded_index(
             "there (or 'retrievalagent delete' its sources) instead"
         )
     index = settings.index_dir(collection_name(collection))
-    if index.exists():
-        shutil.rmtree(index)
-        err.print(f"[dim]removed the index at {escape(str(index))}[/]", soft_wrap=True)
+    if not index.exists():
+        return None
+    check_unlocked(index)  # a server answering from it keeps it
+    old = index.with_name(f"{index.name}.replaced-{os.getpid()}")
+    shutil.rmtree(old, ignore_errors=True)
+    index.rename(old)
+    return _SetAside(index, old)
 
 
 def sources(

@@ -9,7 +9,7 @@ memory are tokenized alike). Nothing here knows about models, memory or the grap
 from __future__ import annotations
 
 from retrievalagent.index._base import STAGED, STAGED_MARK, VectorIndex
-from retrievalagent.index._edge import EDGE_CONFIG, EdgeIndex
+from retrievalagent.index._edge import EDGE_CONFIG, EdgeIndex, check_unlocked
 from retrievalagent.index._lexical import MEMORY_META_WORDS, LexicalEncoder
 from retrievalagent.index._remote import ServerIndex
 from retrievalagent.index._types import Condition, Hit, Sparse, parse_filter
@@ -26,5 +26,6 @@ __all__ = [
     "ServerIndex",
     "Sparse",
     "VectorIndex",
+    "check_unlocked",
     "parse_filter",
 ]

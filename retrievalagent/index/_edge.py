@@ -42,7 +42,7 @@ from retrievalagent.index._base import (
 from retrievalagent.index._dialect import Dialect, hit, records
 from retrievalagent.index._types import Condition, Hit, Sparse
 
-__all__ = ["EDGE_CONFIG", "EdgeIndex"]
+__all__ = ["EDGE_CONFIG", "EdgeIndex", "check_unlocked"]
 
 #: the file the embedded engine writes when it creates an index: its presence means one exists
 EDGE_CONFIG = "edge_config.json"
@@ -83,6 +83,27 @@ def _release(path: Path) -> None:
         del _open[key]
     shared.shard.flush()
     shared.shard.close()
+
+
+def check_unlocked(path: Path) -> None:
+    """``IndexLockedError`` when another process has the index at ``path`` open (a server
+    answering from it): what replaces the index must not pull it from under that process."""
+    if not (path / EDGE_CONFIG).is_file():
+        return
+    if _acquire(path) is not None:  # an agent of this process has it open
+        _release(path)
+        raise IndexLockedError(f"the index at {path} is open in this process; close it first")
+    try:
+        with _engine_errors(path):
+            shard = qe.EdgeShard.load(str(path))
+    except VectorIndexError as exc:
+        cause = str(exc.__cause__ or exc)
+        if "WouldBlock" in cause or "lock" in cause.lower():
+            raise IndexLockedError(
+                f"the index at {path} is open in another process; close that process first"
+            ) from None
+        return  # damaged, not held: replacing it is what the caller is for
+    shard.close()
 
 
 _DIALECT = Dialect(
