@@ -118,6 +118,40 @@ def test_a_folder_is_mirrored_and_keep_missing_keeps(make_agent, docs: Path) -> 
     assert any(s.startswith("text:") for s in rag.sources())
 
 
+def test_a_pdf_that_cannot_be_read_without_pypdf_is_named_and_stays_indexed(
+    make_agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Indexed where pypdf was installed, ingested again where it is not: the PDF is still
+    there, so the folder's mirror keeps it, and the skip is said, with the fix."""
+    import types
+
+    folder = tmp_path / "manuals"
+    folder.mkdir()
+    (folder / "notes.md").write_text("# Notes\n\nThe ferry leaves at noon.\n")
+    (folder / "manual.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
+
+    class Page:
+        def extract_text(self) -> str:
+            return "The lighthouse manual: the lamp turns every ten seconds."
+
+    class PdfReader:  # a stand-in for pypdf where it is installed
+        def __init__(self, path: str) -> None:
+            self.pages = [Page()]
+
+    monkeypatch.setitem(sys.modules, "pypdf", types.SimpleNamespace(PdfReader=PdfReader))
+    rag = make_agent()
+    rag.add_documents(folder)
+    pdf = (folder / "manual.pdf").resolve().as_posix()
+    assert pdf in rag.sources()
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # import pypdf now fails
+    with caplog.at_level(logging.WARNING):
+        report = rag.add_documents(folder)
+    assert report.removed_sources == [] and pdf in rag.sources()
+    assert "manual.pdf" in caplog.text and "pip install pypdf" in caplog.text
+    (folder / "manual.pdf").unlink()  # deleted, it goes
+    assert rag.add_documents(folder).removed_sources == [pdf]
+
+
 def test_an_empty_file_is_not_new_on_every_run_and_emptying_a_file_removes_it(
     make_agent, tmp_path: Path
 ) -> None:

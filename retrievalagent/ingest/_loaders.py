@@ -249,6 +249,7 @@ def _walk(folder: Path) -> Iterator[Path]:
     """The supported files under ``folder``, in a fixed order. A folder that cannot be
     listed is an ``IngestError``; an entry that is there but not a file is skipped with a
     warning, and one removed meanwhile silently (it is gone: mirroring drops it)."""
+    pdfs: list[Path] = []
     for root, dirs, files in os.walk(folder, onerror=_walk_error):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
@@ -256,11 +257,25 @@ def _walk(folder: Path) -> Iterator[Path]:
             if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
                 continue
             if path.suffix.lower() == ".pdf" and not _has_pypdf():
+                pdfs.append(path)  # kept in the index if there (see unread_pdf)
                 continue
             if path.is_file():
                 yield path
             elif os.path.lexists(path):
                 logger.warning("skipped %s: %s", path, _not_a_file(path))
+    if pdfs:
+        shown = ", ".join(str(p) for p in pdfs[:5]) + (
+            f" and {len(pdfs) - 5} more" if len(pdfs) > 5 else ""
+        )
+        logger.warning(
+            "skipped %d PDF file(s) (reading PDFs needs 'pip install pypdf'): %s", len(pdfs), shown
+        )
+
+
+def unread_pdf(source: str) -> bool:
+    """Whether ``source`` is a PDF that is there but that no ingest can read now (no
+    ``pypdf``): a folder's ingest skips it, and mirroring must not take it for deleted."""
+    return source.lower().endswith(".pdf") and not _has_pypdf() and os.path.isfile(source)
 
 
 def _read_folder(folder: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:

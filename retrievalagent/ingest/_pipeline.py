@@ -27,7 +27,7 @@ from langchain_core.embeddings import Embeddings
 from retrievalagent.errors import EmbeddingModelError, VectorIndexError
 from retrievalagent.index import STAGED, STAGED_MARK, Condition, LexicalEncoder, VectorIndex
 from retrievalagent.ingest._chunking import Chunk, chunk_sections
-from retrievalagent.ingest._loaders import SourceDoc
+from retrievalagent.ingest._loaders import SourceDoc, unread_pdf
 
 __all__ = ["IngestInterrupted", "IngestReport", "Ingestor"]
 
@@ -259,7 +259,11 @@ class Ingestor:
         present = {doc.source for doc in docs}
         visible = self.index.sources()
         for source in sorted({*visible, *self.index.sources(staged=True)}):
-            if source not in present and source.startswith(tuple(mirror)):
+            if (
+                source not in present
+                and source.startswith(tuple(mirror))
+                and not unread_pdf(source)
+            ):
                 report.removed_chunks += self.index.delete([Condition("source", "match", source)])
                 if source in visible:
                     report.removed_sources.append(source)
