@@ -144,6 +144,21 @@ def test_odd_but_valid_questions_are_cleaned(agent: Any) -> None:
     assert "7311" in state.answer
 
 
+def test_a_question_sent_as_content_blocks_is_read_as_its_text(agent: Any) -> None:
+    """Chat UIs send the user's words as blocks; the question is their text, not a repr."""
+    from langchain_core.messages import HumanMessage
+
+    blocks = [
+        {"type": "text", "text": "Which port does"},
+        {"type": "text", "text": "Lanternfish use?"},
+    ]
+    state = agent.invoke({"messages": [HumanMessage(content=blocks)]}, _config())
+    assert state.question == "Which port does\nLanternfish use?" and "7311" in state.answer
+    image_only = [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]
+    with pytest.raises(ConfigError, match="no text block"):
+        agent.invoke({"messages": [HumanMessage(content=image_only)]}, _config())
+
+
 # -- settings and env vars ----------------------------------------------------------------------
 THRESHOLDS = ["memory_relevance_threshold", "memory_storage_threshold", "min_confidence", "dense_weight"]  # fmt: skip
 values = st.one_of(

@@ -194,6 +194,22 @@ class _Write:
     what: str
 
 
+def _asked_text(message: HumanMessage) -> str:
+    """The words of the user's message: a chat UI sends them as content blocks
+    (``[{"type": "text", "text": ...}]``), whose text is the question, not their repr; a
+    message with no text (an image alone) is refused as an empty question."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    texts = [
+        block if isinstance(block, str) else str(block.get("text") or "")
+        for block in content
+        if isinstance(block, str)
+        or (isinstance(block, dict) and block.get("type") in ("text", "input_text"))
+    ]
+    return "\n".join(t for t in texts if t)
+
+
 def _asked_at(config: RunnableConfig) -> str:
     """When the turn counts as asked: ``configurable.now`` (an ISO 8601 time or a datetime,
     to replay a recorded conversation), else now. "Yesterday" and "today" are reckoned from
@@ -341,7 +357,10 @@ class Nodes:
         messages = list(state.get("messages") or [])
         update: dict[str, Any] = {}
         if messages and isinstance(messages[-1], HumanMessage):
-            question = clean_question(str(messages[-1].content), self.settings.max_question_chars)
+            asked = _asked_text(messages[-1])
+            if not asked.strip() and not isinstance(messages[-1].content, str):
+                raise ConfigError("the last human message has no text block to answer")
+            question = clean_question(asked, self.settings.max_question_chars)
         else:
             raw = state.get("question")
             if raw is None or (isinstance(raw, str) and not raw.strip()):
