@@ -37,9 +37,13 @@ _COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 def check_collection(collection: object) -> str:
     """``collection`` if it is a valid collection name: it becomes a folder name and a Qdrant
     collection name, so nothing that could climb out of the data dir gets through."""
-    if not isinstance(collection, str) or not _COLLECTION.match(collection):
+    # fullmatch: "$" also matches before a final newline, which let "docs\n" through
+    if not isinstance(collection, str) or not _COLLECTION.fullmatch(collection):
+        shown = repr(collection)
+        if len(shown) > 80:  # a server echoes what a client sent: not a megabyte of it
+            shown = f"{shown[:60]}... ({len(collection) if isinstance(collection, str) else '?'} characters)"
         raise ConfigError(
-            f"collection={collection!r} is invalid: expected 1-64 characters of letters, digits, "
+            f"collection={shown} is invalid: expected 1-64 characters of letters, digits, "
             "'_', '-' or '.', starting with a letter or digit"
         )
     return collection

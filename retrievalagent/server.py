@@ -23,6 +23,7 @@ another is needed, as soon as the runs using it have finished.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
@@ -35,9 +36,16 @@ from langgraph.graph.state import CompiledStateGraph
 
 from retrievalagent.agent import RetrievalAgent, collection_exists, init_agent
 from retrievalagent.config import Settings, check_collection
-from retrievalagent.errors import ConfigError
+from retrievalagent.errors import (
+    ConfigError,
+    EmbeddingModelError,
+    IndexLockedError,
+    VectorIndexError,
+)
 
 __all__ = ["agent_for", "close_agents", "make_graph"]
+
+logger = logging.getLogger(__name__)
 
 _Key = tuple[str, bool]
 _TRUE, _FALSE = ("1", "true", "yes", "on", "mem0"), ("0", "false", "no", "off", "")
@@ -129,7 +137,7 @@ def _lease(key: _Key) -> _Served:
                 served = _use(key, limit, idle)
             if served is None:
                 _check_servable(key[0], settings)
-                agent = init_agent(key[0], memory=key[1])  # not under the global lock
+                agent = _opened(key)  # not under the global lock
                 with _lock:
                     _agents[key] = _Served(key, agent)
                     served = _use(key, limit, idle)
@@ -138,6 +146,24 @@ def _lease(key: _Key) -> _Served:
         agent.close()
     assert served is not None
     return served
+
+
+def _opened(key: _Key) -> RetrievalAgent:
+    """``init_agent`` for a served collection. Its index errors name the server's files: a
+    client gets what happened, the server's log gets where."""
+    try:
+        return init_agent(key[0], memory=key[1])
+    except (VectorIndexError, EmbeddingModelError) as exc:
+        logger.warning("cannot open collection %r: %s", key[0], exc)
+        if isinstance(exc, IndexLockedError):
+            raise IndexLockedError(
+                f"collection {key[0]!r} is busy: another process has its index open (an "
+                "ingest?); try again when it is done"
+            ) from None
+        raise type(exc)(
+            f"collection {key[0]!r} cannot be opened ({type(exc).__name__}); the server's "
+            "log says why"
+        ) from None
 
 
 def _use(key: _Key, limit: int, idle: list[RetrievalAgent]) -> _Served | None:

@@ -112,6 +112,39 @@ def test_unknown_collections_are_refused_and_nothing_is_created(
         served.agent_for({"configurable": {"collection": "other"}})
 
 
+def test_refusals_name_no_server_path_and_echo_no_long_name(served: Any, tmp_path: Path) -> None:
+    """A collection another process holds (an operator's ingest) is busy, without the
+    server's data folder in what the client reads; a client's huge name is not echoed."""
+    import sys
+
+    from retrievalagent import ConfigError
+    from retrievalagent.errors import IndexLockedError
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from retrievalagent import init_agent; "
+            "rag = init_agent('other'); rag.count(); print('open', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        with pytest.raises(IndexLockedError, match="collection 'other' is busy") as busy:
+            served.agent_for({"configurable": {"collection": "other"}})
+        assert str(tmp_path) not in str(busy.value)
+    finally:
+        holder.kill()
+        holder.wait()
+    with pytest.raises(ConfigError) as refused:
+        served.agent_for({"configurable": {"collection": "x" * 100_000}})
+    assert len(str(refused.value)) < 300
+    with pytest.raises(ConfigError, match="is invalid"):
+        served.agent_for({"configurable": {"collection": "served\n"}})
+
+
 async def test_the_agent_cache_is_bounded_and_evicted_agents_are_closed(
     served: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
