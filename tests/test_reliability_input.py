@@ -362,6 +362,13 @@ def test_binary_file_error_names_it_once(ingest_agent: Any, tmp_path: Path) -> N
     )
 
 
+def test_binary_data_after_a_text_header_is_not_indexed(ingest_agent: Any, tmp_path: Path) -> None:
+    late = tmp_path / "late.txt"
+    late.write_bytes(b"A readable header line.\n" * 500 + b"\x00\x01\x02" + os.urandom(64))
+    with pytest.raises(IngestError, match="binary file"):
+        ingest_agent.add_documents(late)
+
+
 def test_latin1_text_is_read(ingest_agent: Any, tmp_path: Path) -> None:
     old = tmp_path / "old.txt"
     old.write_bytes("Caf\xe9 cr\xe8me on port 7311.".encode("latin-1"))

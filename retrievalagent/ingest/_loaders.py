@@ -98,8 +98,9 @@ def source_key(path: Path) -> str:
     return path.expanduser().resolve().as_posix()
 
 
-# One word ending in a file extension: a dot, then a letter and up to four letters or digits.
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+# One word ending in a file extension: a dot, then a letter and up to eight letters or
+# digits (".markdown").
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,8}$")
 
 
 def _looks_like_path(text: str) -> bool:
@@ -108,9 +109,9 @@ def _looks_like_path(text: str) -> bool:
     word with a ``/`` or ``\\`` in it or ending in a file extension (``notes.md``)."""
     # No path can hold a NUL byte: such a string is text, whatever it starts with.
     # No length limit: a long one-line path that does not exist is an error, not text.
-    if "\n" in text or "\x00" in text or not text.strip():
+    stripped = text.strip()  # a line break after a path is still a path ("notes.md\n")
+    if "\n" in stripped or "\x00" in text or not stripped:
         return False
-    stripped = text.strip()
     if stripped.startswith(("./", "../", "/", "~", ".\\")) and " " not in stripped[:3]:
         return True
     if len(stripped.split()) > 1:
@@ -143,7 +144,7 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
         unicode = _decode_with_bom(raw)
-        if unicode is None and b"\x00" in raw[:8192]:
+        if unicode is None and b"\x00" in raw:  # anywhere: binary data after a text header too
             raise IngestError(
                 f"cannot ingest {path}: it looks like a binary file (NUL bytes), not text"
             )
