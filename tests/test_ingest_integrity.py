@@ -152,6 +152,23 @@ def test_a_pdf_that_cannot_be_read_without_pypdf_is_named_and_stays_indexed(
     assert rag.add_documents(folder).removed_sources == [pdf]
 
 
+def test_a_file_named_in_another_encoding_does_not_stop_the_folder(
+    make_agent, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Latin-1 "café.md" from an old archive: the index keeps names as UTF-8, so it is
+    skipped, named; the folder's other files are indexed (none were: the engine failed)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "ferry.md").write_text("# Ferry\n\nThe ferry leaves at noon.\n")
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as latin:
+        latin.write(b"# Cafe\n\nThe cafe opens at eight.\n")
+    rag = make_agent()
+    with caplog.at_level(logging.WARNING):
+        rag.add_documents(folder)
+    assert [Path(s).name for s in rag.sources()] == ["ferry.md"]
+    assert "caf\\udce9.md" in caplog.text and "not UTF-8" in caplog.text
+
+
 def test_an_empty_file_is_not_new_on_every_run_and_emptying_a_file_removes_it(
     make_agent, tmp_path: Path
 ) -> None:

@@ -257,6 +257,11 @@ def _walk(folder: Path) -> Iterator[Path]:
             path = Path(root) / name
             if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
                 continue
+            if _NOT_UTF8.search(str(path)):  # the index keeps names as UTF-8 text
+                logger.warning(
+                    "skipped %s: its name is not UTF-8 (rename it to index it)", ascii(str(path))
+                )
+                continue
             if path.suffix.lower() == ".pdf" and not _has_pypdf():
                 pdfs.append(path)  # kept in the index if there (see unread_pdf)
                 continue
