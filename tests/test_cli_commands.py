@@ -610,6 +610,16 @@ def test_ingesting_a_missing_path_creates_no_collection(
     assert not (Path(os.environ["RAG_DATA_DIR"]) / "ghost").exists()
     asked = invoke(runner, "ask", "hello?", "-c", "ghost")
     assert asked.exit_code == 1 and "collection 'ghost' does not exist" in asked.stderr
+    # a file that is there but cannot be read creates nothing either
+    (tmp_path / "report.docx").write_bytes(b"PK\x03\x04 not read")
+    (tmp_path / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    for unusable, problem in (
+        ("report.docx", "unsupported file type .docx"),
+        ("gone.md", "broken symlink"),
+    ):
+        failed = invoke(runner, "ingest", str(tmp_path / unusable), "-c", "ghost")
+        assert failed.exit_code == 1 and problem in failed.stderr, failed.stderr
+    assert not (Path(os.environ["RAG_DATA_DIR"]) / "ghost").exists()
 
 
 def test_a_data_dir_that_is_a_file_is_a_short_error_without_rebuild_advice(

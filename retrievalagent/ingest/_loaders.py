@@ -119,13 +119,17 @@ def _looks_like_path(text: str) -> bool:
     return "/" in stripped or "\\" in stripped or _EXTENSION.search(stripped) is not None
 
 
+def _unsupported(path: Path) -> IngestError:
+    return IngestError(
+        f"cannot ingest {path}: unsupported file type {path.suffix or '(none)'}; "
+        f"supported: {', '.join(sorted(SUFFIXES))}"
+    )
+
+
 def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        raise IngestError(
-            f"cannot ingest {path}: unsupported file type {path.suffix or '(none)'}; "
-            f"supported: {', '.join(sorted(SUFFIXES))}"
-        )
+        raise _unsupported(path)
     if kind == "pdf":
         try:
             from pypdf import PdfReader
@@ -318,17 +322,25 @@ def _missing(path: Path) -> IngestError:
 
 def check_paths_exist(items: Any) -> None:
     """Raise the ``IngestError`` :func:`read_inputs` would for the first of ``items`` that
-    names a path that does not exist, without reading any file: a command can refuse such
-    an ingest before it creates a collection."""
+    names a path that does not exist, or a file it cannot read (an unsupported type, a
+    FIFO, a broken symlink), without reading any file: a command can refuse such an ingest
+    before it creates a collection."""
     for item in _item_list(items):
         if isinstance(item, str | os.PathLike):
             path = _as_path(item)
-            try:
-                exists = path is None or os.path.lexists(path.expanduser())
-            except (ValueError, RuntimeError):  # NUL byte, "~user" unknown: read_inputs says
+            if path is None:
                 continue
-            if not exists and path is not None:
-                raise _missing(path.expanduser())
+            try:
+                path = path.expanduser()
+                exists, is_dir, is_file = os.path.lexists(path), path.is_dir(), path.is_file()
+            except (OSError, ValueError, RuntimeError):  # read_inputs says what is wrong
+                continue
+            if not exists:
+                raise _missing(path)
+            if is_file and path.suffix.lower() not in SUFFIXES:
+                raise _unsupported(path)
+            if not is_dir and not is_file:
+                list(_from_path(path, {}))  # the error naming what it is instead
 
 
 def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
