@@ -126,7 +126,7 @@ def _unsupported(path: Path) -> IngestError:
     )
 
 
-def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
+def _read_file(path: Path, metadata: Mapping[str, Any], source: str | None = None) -> SourceDoc:
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise _unsupported(path)
@@ -153,7 +153,7 @@ def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
                 f"cannot ingest {path}: it looks like a binary file (NUL bytes), not text"
             )
         text = decode_text(raw, path) if unicode is None else unicode
-    return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
+    return SourceDoc(source or source_key(path), kind, text, dict(metadata), title=None)
 
 
 _NOT_UTF8 = re.compile(r"[\udc80-\udcff]")
@@ -257,6 +257,11 @@ def _walk(folder: Path) -> Iterator[Path]:
     pdfs: list[Path] = []
     for root, dirs, files in os.walk(folder, onerror=_walk_error):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            dirs.remove(name)  # os.walk does not enter it: say so (a link loop is possible)
+            logger.warning(
+                "skipped %s: a symlinked folder (give it as a path to index it)", Path(root) / name
+            )
         for name in sorted(files):
             path = Path(root) / name
             if name.startswith(".") or path.suffix.lower() not in SUFFIXES:
@@ -289,9 +294,13 @@ def unread_pdf(source: str) -> bool:
 
 
 def _read_folder(folder: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
+    """The folder's files, each known by its place in the folder: a symlinked file by
+    its link's name, not its target's (outside the folder, a deleted link was never
+    mirrored away)."""
+    base = source_key(folder).rstrip("/")
     for path in _walk(folder):
         try:
-            yield _read_file(path, metadata)
+            yield _read_file(path, metadata, f"{base}/{path.relative_to(folder).as_posix()}")
         except IngestError as exc:
             if isinstance(exc.__cause__, FileNotFoundError) and not os.path.lexists(path):
                 continue  # removed after the folder was listed: gone, like any deleted file
