@@ -31,7 +31,10 @@ __all__ = ["delete", "ingest", "sources"]
 def ingest(
     paths: Annotated[
         list[str],
-        typer.Argument(help="Files or folders (Markdown, text, HTML); each must exist."),
+        typer.Argument(
+            metavar="PATH",
+            help="Files or folders (Markdown, text, HTML; PDF with pypdf); each must exist.",
+        ),
     ],
     collection: CollectionOpt = None,
     backend_url: UrlOpt = None,
