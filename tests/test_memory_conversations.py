@@ -2395,6 +2395,38 @@ def test_a_reply_quoting_a_password_as_the_user_ended_or_began_a_clause_keeps_no
     assert secret not in kept
 
 
+@pytest.mark.parametrize(
+    ("typed", "reply", "kept"),
+    [
+        (
+            "My password: don't remember it at all",
+            "Don't worry, I don't think it matters.",
+            "I don't think",
+        ),
+        (
+            "WiFi password: iPhone won't connect to it",
+            "Does your iPhone see the network?",
+            "your iPhone see",
+        ),
+        (
+            "password: 2024 rules changed, now 12 chars",
+            "In 2024 the policy changed.",
+            "In 2024 the",
+        ),
+    ],
+)
+def test_a_reply_keeps_the_ordinary_words_a_masked_clause_began_with(
+    typed: str, reply: str, kept: str
+) -> None:
+    rag = make_offline_store_agent()
+    rag.remember(
+        [{"role": "user", "content": typed}, {"role": "assistant", "content": reply}],
+        user_id="s",
+        thread_id="t",
+    )
+    assert kept in json.dumps(rag.list_memories("s"))
+
+
 def test_a_password_given_in_metadata_is_masked_where_the_words_repeat_it() -> None:
     rag = make_offline_store_agent()
     rag.remember(

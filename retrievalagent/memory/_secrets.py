@@ -977,8 +977,11 @@ def recurring_secrets(found: Iterable[str]) -> list[str]:
         value = value.strip("\"'“”‘’").strip()
         # as a reply quotes it: without the sentence's full stop ("is Xy7kL9qZ."), and a
         # clause taken whole after "password:" by its first word ("Tr0ub4dor3 stopped
-        # working"), which alone is the password when it cannot be an ordinary word
-        values |= {value, value.rstrip(".,;:!?"), value.split(" ", 1)[0].rstrip(".,;:!?")}
+        # working") when that word is password-shaped (not "Can't", "iPhone" or "2024")
+        values |= {value, value.rstrip(".,;:!?")}
+        first = value.split(" ", 1)[0].rstrip(".,;:!?")
+        if " " in value and not any(q in first for q in "'’") and _password_shaped(first):
+            values.add(first)
     kept = [
         value
         for value in values
