@@ -126,7 +126,7 @@ def _unsupported(path: Path) -> IngestError:
     )
 
 
-def _read_file(path: Path, metadata: Mapping[str, Any], source: str | None = None) -> SourceDoc:
+def _read_file(path: Path, metadata: Mapping[str, Any]) -> SourceDoc:
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise _unsupported(path)
@@ -148,12 +148,15 @@ def _read_file(path: Path, metadata: Mapping[str, Any], source: str | None = Non
         except OSError as exc:
             raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
         unicode = _decode_with_bom(raw)
-        if unicode is None and b"\x00" in raw:  # anywhere: binary data after a text header too
+        if unicode is None and b"\x00" in raw[:8192]:
             raise IngestError(
                 f"cannot ingest {path}: it looks like a binary file (NUL bytes), not text"
             )
+        if unicode is None and b"\x00" in raw:  # text, then NULs (a log cut by a crash)
+            logger.warning("%s: dropped %d NUL bytes after its text", path, raw.count(b"\x00"))
+            raw = raw.replace(b"\x00", b"")
         text = decode_text(raw, path) if unicode is None else unicode
-    return SourceDoc(source or source_key(path), kind, text, dict(metadata), title=None)
+    return SourceDoc(source_key(path), kind, text, dict(metadata), title=None)
 
 
 _NOT_UTF8 = re.compile(r"[\udc80-\udcff]")
@@ -294,13 +297,9 @@ def unread_pdf(source: str) -> bool:
 
 
 def _read_folder(folder: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
-    """The folder's files, each known by its place in the folder: a symlinked file by
-    its link's name, not its target's (outside the folder, a deleted link was never
-    mirrored away)."""
-    base = source_key(folder).rstrip("/")
     for path in _walk(folder):
         try:
-            yield _read_file(path, metadata, f"{base}/{path.relative_to(folder).as_posix()}")
+            yield _read_file(path, metadata)
         except IngestError as exc:
             if isinstance(exc.__cause__, FileNotFoundError) and not os.path.lexists(path):
                 continue  # removed after the folder was listed: gone, like any deleted file
