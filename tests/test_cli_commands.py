@@ -587,6 +587,35 @@ def test_a_rebuild_that_fails_keeps_the_index_it_was_to_replace(
     assert answered.exit_code == 0 and "locked by another process" in answered.stdout
 
 
+def test_a_rebuild_stopped_by_sigterm_puts_the_old_index_back(
+    runner: CliRunner, notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``docker stop`` sends SIGTERM: it stops an ingest as Ctrl-C does."""
+    import os
+    import signal
+
+    from retrievalagent.embeddings import MiniLMEmbeddings
+
+    assert invoke(runner, "ingest", str(notes)).exit_code == 0
+    (notes / "new.md").write_text("# New\n\nThe ferry leaves at noon.\n")
+
+    def stopped(self: Any, texts: list[str]) -> Any:
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the ingest")
+
+    real = MiniLMEmbeddings.embed_documents, MiniLMEmbeddings.embed_array
+    monkeypatch.setattr(MiniLMEmbeddings, "embed_documents", stopped)
+    monkeypatch.setattr(MiniLMEmbeddings, "embed_array", stopped)
+    result = runner.invoke(app, ["ingest", str(notes), "--rebuild"])
+    assert result.exit_code == 130 and "the previous index is back" in result.stderr
+    monkeypatch.setattr(MiniLMEmbeddings, "embed_documents", real[0])
+    monkeypatch.setattr(MiniLMEmbeddings, "embed_array", real[1])
+    assert "errors.md" in invoke(runner, "sources").stdout
+    assert signal.getsignal(signal.SIGTERM) is not None  # restored, not left on the handler
+    data = Path(os.environ["RAG_DATA_DIR"]) / "docs"
+    assert not list(data.glob("index.replaced-*"))
+
+
 def test_a_rebuild_leaves_an_index_another_agent_has_open(runner: CliRunner, notes: Path) -> None:
     from retrievalagent import init_agent
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -71,9 +75,17 @@ def ingest(
         replaced = _set_aside_embedded_index(collection, backend_url, data_dir) if rebuild else None
         finished: list[Any] = []  # the report, once every source is in
         try:
-            _ingest_files(
-                collection, backend_url, data_dir, paths, files, metadata, keep_missing, finished
-            )
+            with _terminate_as_interrupt():
+                _ingest_files(
+                    collection,
+                    backend_url,
+                    data_dir,
+                    paths,
+                    files,
+                    metadata,
+                    keep_missing,
+                    finished,
+                )
         except BaseException:
             if replaced is not None and not finished:  # an unfinished rebuild keeps the old
                 replaced.put_back()
@@ -158,6 +170,25 @@ class _SetAside:
         err.print("[yellow]the rebuild did not finish: the previous index is back[/]")
 
 
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``docker stop``, ``timeout``, systemd) stops an ingest as Ctrl-C does:
+    the sources finished stay, and a rebuild puts the old index back."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave the signal as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _set_aside_embedded_index(
     collection: str | None, backend_url: str | None, data_dir: Path | None
 ) -> _SetAside | None:
@@ -171,11 +202,16 @@ def _set_aside_embedded_index(
             "there (or 'retrievalagent delete' its sources) instead"
         )
     index = settings.index_dir(collection_name(collection))
+    for left in sorted(index.parent.glob(f"{index.name}.replaced-*")):
+        err.print(  # a rebuild killed outright (kill -9) before it finished
+            f"[yellow]{escape(str(left))} is the index a stopped rebuild replaced; move it "
+            f"back to {escape(index.name)!r} to restore it, or delete it[/]",
+            soft_wrap=True,
+        )
     if not index.exists():
         return None
     check_unlocked(index)  # a server answering from it keeps it
-    old = index.with_name(f"{index.name}.replaced-{os.getpid()}")
-    shutil.rmtree(old, ignore_errors=True)
+    old = index.with_name(f"{index.name}.replaced-{os.getpid()}-{time.time_ns()}")
     index.rename(old)
     return _SetAside(index, old)
 
