@@ -40,7 +40,7 @@ from retrievalagent.memory._mem0 import Mem0Backend
 from retrievalagent.memory._preferences import Preference, find_preference
 from retrievalagent.memory._recall import MemoryReader, ReadPolicy, Recollection, alias_of
 from retrievalagent.memory._store import StoreBackend
-from retrievalagent.memory._temporal import iso, parse_time
+from retrievalagent.memory._temporal import dated_line, iso, parse_time
 from retrievalagent.memory._writer import ConversationWriter
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "StoreBackend",
     "alias_key",
     "alias_of",
+    "dated_line",
     "embedded_mem0",
     "find_preference",
     "iso",

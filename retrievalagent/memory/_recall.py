@@ -41,7 +41,7 @@ from retrievalagent.memory._base import (
 from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
 from retrievalagent.memory._preferences import stated_preferences
-from retrievalagent.memory._temporal import iso, parse_time, time_ref, timestamp
+from retrievalagent.memory._temporal import dated_line, iso, parse_time, time_ref, timestamp
 
 __all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
 
@@ -316,13 +316,11 @@ class MemoryReader:
 
 
 def _shown_chars(text: str, hit: MemoryHit) -> int:
-    """The characters a recalled memory takes in the prompt: its line ("- " and a line
-    break) with the date and title ``models.dated_line`` puts before ``text``, which the
-    size bound counts too (without them, 540 characters of memories were 959 shown)."""
+    """The characters a recalled memory takes in the prompt, which the size bound counts:
+    its line, dated and titled as ``dated_line`` shows it (the day's width is the same in
+    every zone), with its "- " and line break."""
     title = str(hit.metadata.get("title") or "")
-    shown_title = title.rstrip("…").strip()
-    titled = len(title) + 4 if shown_title and shown_title not in text else 0  # , "title"
-    return len("- [2026-11-27 (Fri)] \n") + titled + len(text)
+    return len(f"- {dated_line(text, hit.at, title)}\n")
 
 
 def _restating(raw: Any, subjects: Collection[str]) -> set[str]:

@@ -12,11 +12,12 @@ test is a string comparison.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
-__all__ = ["CLOCK_SKEW", "TimeRef", "iso", "parse_time", "time_ref", "timestamp"]
+__all__ = ["CLOCK_SKEW", "TimeRef", "dated_line", "iso", "parse_time", "time_ref", "timestamp"]
 
 _MONTHS = {
     name: i
@@ -336,3 +337,26 @@ def time_ref(question: str, now: datetime) -> TimeRef | None:
         if found is not None:
             return found
     return _sessions(text) or (TimeRef(present=True) if _PRESENT.search(text) else None)
+
+
+def dated_line(text: str, at: str, title: str = "", zone: tzinfo | None = None) -> str:
+    """One recalled conversation memory as the prompt shows it: its day (with the weekday,
+    in ``zone``: the one "today" is reckoned in), the conversation's title where there is
+    one, then what was said."""
+    day = _day(at, zone)
+    # a title cut from the first question (no model titled it) would repeat the text
+    shown = title.rstrip("…").strip()
+    where = f', "{title}"' if shown and shown not in text else ""
+    return f"[{day}{where}] {text}" if day else text
+
+
+def _day(at: str, zone: tzinfo | None = None) -> str:
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        return ""
+    if zone is not None and moment.tzinfo is not None:
+        # said on the calendar's first day, asked west of UTC: no local form, its own kept
+        with contextlib.suppress(OverflowError):
+            moment = moment.astimezone(zone)
+    return f"{moment.year:04d}-{moment:%m-%d (%a)}"  # "%Y" drops a year's leading zeros

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
 
+from retrievalagent.memory import dated_line
 from retrievalagent.types import Source
 
 __all__ = [
@@ -160,29 +159,6 @@ def memory_context(
     if preferences:
         blocks.append(PREFERENCES_PREFIX + "\n".join(f"- {p}" for p in preferences))
     return "\n\n".join(blocks)
-
-
-def dated_line(text: str, at: str, title: str = "", zone: tzinfo | None = None) -> str:
-    """One recalled conversation memory as the prompt shows it: its day (with the weekday,
-    in ``zone``: the one "today" is reckoned in), the conversation's title where there is
-    one, then what was said."""
-    day = _day(at, zone)
-    # a title cut from the first question (no model titled it) would repeat the text
-    shown = title.rstrip("…").strip()
-    where = f', "{title}"' if shown and shown not in text else ""
-    return f"[{day}{where}] {text}" if day else text
-
-
-def _day(at: str, zone: tzinfo | None = None) -> str:
-    try:
-        moment = datetime.fromisoformat(at)
-    except ValueError:
-        return ""
-    if zone is not None and moment.tzinfo is not None:
-        # said on the calendar's first day, asked west of UTC: no local form, its own kept
-        with contextlib.suppress(OverflowError):
-            moment = moment.astimezone(zone)
-    return f"{moment.year:04d}-{moment:%m-%d (%a)}"  # "%Y" drops a year's leading zeros
 
 
 def memory_preamble(memory_context: str) -> str:
