@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from retrievalagent.errors import ConfigError
@@ -30,11 +31,14 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_TOP_K",
     "NAMED_AFTER_WHAT_WAS_SAID",
+    "block_text",
     "check_id",
     "check_name",
     "check_top_k",
     "clean_question",
     "clean_text",
+    "content_text",
+    "normalized",
     "redact_url",
 ]
 
@@ -58,6 +62,34 @@ def clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", _INVISIBLE.sub("", text)))
 
 
+def normalized(text: str) -> str:
+    """``clean_text`` in NFKC form: how a question is read, and what memory keeps of what
+    was said, so that one typed full width ("ＩＮＣ－２０９３１") finds the other."""
+    return unicodedata.normalize("NFKC", clean_text(text))
+
+
+def content_text(content: Any) -> str:
+    """The words of a message's content: a string, or its content blocks' text, one block
+    a line (what a chat UI or an export sends; an image or a tool call has none)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p for c in content if (p := block_text(c)))
+    return ""
+
+
+def block_text(block: Any) -> str | None:
+    """The words of a content block: text, ``{"text": "..."}`` (LangChain, Anthropic,
+    OpenAI's chat and Responses APIs) or ``{"text": {"value": "..."}}`` (the Assistants
+    API); None when it holds none that can be read."""
+    if isinstance(block, str):
+        return block
+    text = block.get("text") if isinstance(block, Mapping) else None
+    if isinstance(text, Mapping):
+        text = text.get("value")
+    return text if isinstance(text, str) else None
+
+
 def clean_question(question: Any, max_chars: int) -> str:
     """The question as the agent uses it, or ``ConfigError`` saying why it cannot be used."""
     if not isinstance(question, str):
@@ -68,7 +100,7 @@ def clean_question(question: Any, max_chars: int) -> str:
             f"question is {len(text)} characters long; the limit is {max_chars} "
             "(setting max_question_chars, env RAG_MAX_QUESTION_CHARS)"
         )
-    text = unicodedata.normalize("NFKC", clean_text(text)).strip()
+    text = normalized(text).strip()
     if not text:
         raise ConfigError(
             "question must be a non-empty string (it is empty, or only whitespace or "

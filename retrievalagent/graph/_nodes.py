@@ -24,7 +24,7 @@ from langgraph.config import get_stream_writer
 from langgraph.types import Overwrite
 from typing_extensions import TypedDict
 
-from retrievalagent._inputs import clean_question
+from retrievalagent._inputs import clean_question, content_text
 from retrievalagent._threads import TraceLog, call_with_timeout
 from retrievalagent.config import Settings, call_settings
 from retrievalagent.errors import ConfigError, ModelError
@@ -194,22 +194,6 @@ class _Write:
     what: str
 
 
-def _asked_text(message: HumanMessage) -> str:
-    """The words of the user's message: a chat UI sends them as content blocks
-    (``[{"type": "text", "text": ...}]``), whose text is the question, not their repr; a
-    message with no text (an image alone) is refused as an empty question."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    texts = [
-        block if isinstance(block, str) else str(block.get("text") or "")
-        for block in content
-        if isinstance(block, str)
-        or (isinstance(block, dict) and block.get("type") in ("text", "input_text"))
-    ]
-    return "\n".join(t for t in texts if t)
-
-
 def _asked_at(config: RunnableConfig) -> str:
     """When the turn counts as asked: ``configurable.now`` (an ISO 8601 time or a datetime,
     to replay a recorded conversation), else now. "Yesterday" and "today" are reckoned from
@@ -357,7 +341,7 @@ class Nodes:
         messages = list(state.get("messages") or [])
         update: dict[str, Any] = {}
         if messages and isinstance(messages[-1], HumanMessage):
-            asked = _asked_text(messages[-1])
+            asked = content_text(messages[-1].content)  # a chat UI sends content blocks
             if not asked.strip() and not isinstance(messages[-1].content, str):
                 raise ConfigError("the last human message has no text block to answer")
             question = clean_question(asked, self.settings.max_question_chars)

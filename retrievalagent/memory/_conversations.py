@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +23,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
 
-from retrievalagent._inputs import clean_text
+from retrievalagent._inputs import block_text, content_text, normalized
 from retrievalagent.memory._secrets import (
     mask_known,
     mask_metadata,
@@ -146,26 +145,6 @@ class ConversationRecord:
         }
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content blocks (checked by ``_check_fields``)
-        return " ".join(p for c in content if (p := _block_text(c)))
-    return ""
-
-
-def _block_text(block: Any) -> str | None:
-    """The words of a content block: text, ``{"text": "..."}`` (LangChain, Anthropic,
-    OpenAI's chat and Responses APIs) or ``{"text": {"value": "..."}}`` (the Assistants
-    API); None when it holds none that can be read."""
-    if isinstance(block, str):
-        return block
-    text = block.get("text") if isinstance(block, Mapping) else None
-    if isinstance(text, Mapping):
-        text = text.get("value")
-    return text if isinstance(text, str) else None
-
-
 def responses_item(message: Mapping[str, Any]) -> bool:
     """Whether ``message`` is an item of an OpenAI Responses API transcript that is not a
     message (``reasoning``, ``function_call``, ``function_call_output``...): it has a
@@ -214,7 +193,7 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
     _check_fields(position, content, name, ident, strict)
-    text = _normalized(_text(content))
+    text = _normalized(content_text(content))
     if not text:
         return None
     return Said(
@@ -255,7 +234,7 @@ def _check_fields(position: int, content: Any, name: Any, ident: Any, strict: bo
     for place, block in enumerate(blocks if strict else ()):
         # a text block whose words cannot be read is refused, not dropped without a word
         # (an image's or a tool call's block has no words to keep)
-        if _block_text(block) is None and ("text" in block or block.get("type") in _TEXT_BLOCKS):
+        if block_text(block) is None and ("text" in block or block.get("type") in _TEXT_BLOCKS):
             raise ValueError(
                 f"message {position}'s content block {place} holds no text that can be read; "
                 "expected {'type': 'text', 'text': '...'} or {'text': {'value': '...'}}"
@@ -389,10 +368,9 @@ def _masked_each(
 
 
 def _normalized(text: str) -> str:
-    """Words as memory keeps them: in the form a question is asked in (NFKC: a full-width
-    "ＩＮＣ－２０９３１" typed by an input method is "INC-20931", as the question asking
-    for it becomes), with runs of whitespace as one space."""
-    return " ".join(unicodedata.normalize("NFKC", clean_text(text)).split())
+    """Words as memory keeps them: in the form a question is read in (``normalized``),
+    with runs of whitespace as one space."""
+    return " ".join(normalized(text).split())
 
 
 def source_of(message: Said) -> dict[str, Any]:
