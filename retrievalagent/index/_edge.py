@@ -97,13 +97,20 @@ def check_unlocked(path: Path) -> None:
         with _engine_errors(path):
             shard = qe.EdgeShard.load(str(path))
     except VectorIndexError as exc:
-        cause = str(exc.__cause__ or exc)
-        if "WouldBlock" in cause or "lock" in cause.lower():
+        if _held_elsewhere(exc, path):
             raise IndexLockedError(
                 f"the index at {path} is open in another process; close that process first"
             ) from None
         return  # damaged, not held: replacing it is what the caller is for
     shard.close()
+
+
+def _held_elsewhere(exc: VectorIndexError, path: Path) -> bool:
+    """Whether opening the index at ``path`` failed on another process's lock (not on a
+    permission or a missing file, whose messages may also say "lock")."""
+    cause = exc.__cause__ or exc
+    text = str(cause)
+    return ("WouldBlock" in text or "lock" in text.lower()) and _access_errno(cause, path) is None
 
 
 _DIALECT = Dialect(
@@ -228,9 +235,7 @@ class EdgeIndex:
                     else qe.EdgeShard.create(str(self.path), config)
                 )
         except VectorIndexError as exc:
-            cause = str(exc.__cause__ or exc)
-            locked = "WouldBlock" in cause or "lock" in cause.lower()
-            if locked and _access_errno(exc.__cause__ or exc, self.path) is None:
+            if _held_elsewhere(exc, self.path):
                 raise IndexLockedError(
                     f"the index at {self.path} is open in another process; close that process "
                     "or use a Qdrant server (backend_url='http://...') to share an index"
