@@ -508,8 +508,8 @@ class UserIndex:
         for row in self._thread_rows.get(thread_id, []) if seen else []:
             if _held(self.values_at(row), seen):
                 alive[row] = False
-        # an exchange the prompt shows as history, stored from another conversation (the
-        # history ``chat`` was given, under another thread or none)
+        # an exchange the prompt shows as history, by its words: in this thread, or stored
+        # from another (the history ``chat`` was given, under another thread or none)
         for said in seen:
             for row in self._text_rows.get(said, ()):
                 alive[row] = False
@@ -636,11 +636,9 @@ def _held_value(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _held(value: dict[str, Any], seen: Collection[str]) -> bool:
-    """Whether every message a memory was drawn from is one of ``seen`` (by message id;
-    a memory with a message without an id is never held), or its text is (an exchange as
-    memory writes it: history given again without its ids)."""
-    if str(value.get("text") or "") in seen:
-        return True
+    """Whether every message a memory was drawn from is one of ``seen``, by message id (a
+    memory with a message without an id is never held; one whose text is in ``seen`` is
+    left out by ``_text_rows``, in any thread)."""
     ids = value.get("message_ids")
     sources = value.get("sources")
     if not isinstance(ids, list) or not ids or not isinstance(sources, list):
