@@ -698,12 +698,17 @@ def _kept_as_prose(m: re.Match[str]) -> bool:
     )
 
 
+_CONTRACTION = re.compile(r"[A-Za-z]+['’][A-Za-z]+")
+
+
 def _password_shaped(value: str) -> bool:
     """A value said with no ":" or "is" before it that can only be a password or a key:
     letters and digits (or symbols) mixed, and not a version or a file name ("sha256",
     "v2.4.1", "backup.tar")."""
     if value[:1] in _QUOTES:
         return True
+    if _CONTRACTION.fullmatch(value):  # "can't", "won’t": a word, its apostrophe no symbol
+        return False
     letters = sum(c.isalpha() for c in value)
     digits = sum(c.isdigit() for c in value)
     symbols = sum(not c.isalnum() and c not in "-_./:\\" for c in value)
@@ -980,7 +985,7 @@ def recurring_secrets(found: Iterable[str]) -> list[str]:
         # working") when that word is password-shaped (not "Can't", "iPhone" or "2024")
         values |= {value, value.rstrip(".,;:!?")}
         first = value.split(" ", 1)[0].rstrip(".,;:!?")
-        if " " in value and not any(q in first for q in "'’") and _password_shaped(first):
+        if " " in value and _password_shaped(first):
             values.add(first)
     kept = [
         value
