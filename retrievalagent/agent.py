@@ -383,7 +383,9 @@ class RetrievalAgent:
         except KeyboardInterrupt:  # still reading: nothing was written, none finished
             raise IngestInterrupted(IngestReport()) from None
         mirror = [] if keep_missing else read.folders
-        return self._ingestor.ingest(read.docs, progress=progress, mirror=mirror)
+        return self._ingestor.ingest(
+            read.docs, progress=progress, mirror=mirror, unread=read.unread
+        )
 
     async def aadd_documents(self, inputs: Any, **options: Unpack[_IngestOptions]) -> IngestReport:
         """Async :meth:`add_documents` (same arguments), run in a worker thread."""

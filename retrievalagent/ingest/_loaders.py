@@ -253,10 +253,12 @@ def _not_a_file(path: Path) -> str:
     return "not a regular file (a FIFO, socket, device or folder)"
 
 
-def _walk(folder: Path) -> Iterator[Path]:
+def _walk(folder: Path, unread: list[str]) -> Iterator[Path]:
     """The supported files under ``folder``, in a fixed order. A folder that cannot be
     listed is an ``IngestError``; an entry that is there but not a file is skipped with a
-    warning, and one removed meanwhile silently (it is gone: mirroring drops it)."""
+    warning, and one removed meanwhile silently (it is gone: mirroring drops it). A PDF
+    that cannot be read now (no pypdf) goes to ``unread``: it is there, and mirroring must
+    not take it for deleted."""
     pdfs: list[Path] = []
     for root, dirs, files in os.walk(folder, onerror=_walk_error):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
@@ -275,7 +277,8 @@ def _walk(folder: Path) -> Iterator[Path]:
                 )
                 continue
             if path.suffix.lower() == ".pdf" and not _has_pypdf():
-                pdfs.append(path)  # kept in the index if there (see unread_pdf)
+                pdfs.append(path)
+                unread.append(source_key(path))
                 continue
             if path.is_file():
                 yield path
@@ -290,14 +293,10 @@ def _walk(folder: Path) -> Iterator[Path]:
         )
 
 
-def unread_pdf(source: str) -> bool:
-    """Whether ``source`` is a PDF that is there but that no ingest can read now (no
-    ``pypdf``): a folder's ingest skips it, and mirroring must not take it for deleted."""
-    return source.lower().endswith(".pdf") and not _has_pypdf() and os.path.isfile(source)
-
-
-def _read_folder(folder: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
-    for path in _walk(folder):
+def _read_folder(
+    folder: Path, metadata: Mapping[str, Any], unread: list[str]
+) -> Iterator[SourceDoc]:
+    for path in _walk(folder, unread):
         try:
             yield _read_file(path, metadata)
         except IngestError as exc:
@@ -348,17 +347,17 @@ def check_paths_exist(items: Any) -> None:
             if is_file and path.suffix.lower() not in SUFFIXES:
                 raise _unsupported(path)
             if not is_dir and not is_file:
-                list(_from_path(path, {}))  # the error naming what it is instead
+                list(_from_path(path, {}, []))  # the error naming what it is instead
 
 
-def _from_path(path: Path, metadata: Mapping[str, Any]) -> Iterator[SourceDoc]:
+def _from_path(path: Path, metadata: Mapping[str, Any], unread: list[str]) -> Iterator[SourceDoc]:
     try:
         path = path.expanduser()
         is_dir, is_file, exists = path.is_dir(), path.is_file(), os.path.lexists(path)
     except (OSError, ValueError, RuntimeError) as exc:  # too long, NUL byte, "~user" unknown
         raise IngestError(f"cannot ingest {str(path)[:200]!r}: {exc}") from exc
     if is_dir:
-        yield from _read_folder(path, metadata)
+        yield from _read_folder(path, metadata, unread)
     elif is_file:
         yield _read_file(path, metadata)
     elif not exists:
@@ -397,6 +396,8 @@ class Inputs:
 
     docs: list[SourceDoc]
     folders: list[str]
+    #: Files of those folders that are there but were not read (a PDF without pypdf).
+    unread: list[str] = field(default_factory=list)
 
 
 def _as_path(item: str | os.PathLike[str]) -> Path | None:
@@ -424,8 +425,11 @@ def _item_list(items: Any) -> Iterable[Any]:
     return items
 
 
-def _read_item(item: Any, metadata: Mapping[str, Any]) -> tuple[list[SourceDoc], str | None]:
-    """The source documents of one item, and its source prefix when it is a folder."""
+def _read_item(
+    item: Any, metadata: Mapping[str, Any], unread: list[str]
+) -> tuple[list[SourceDoc], str | None]:
+    """The source documents of one item, and its source prefix when it is a folder (the
+    files in it that are there but cannot be read now go to ``unread``)."""
     if isinstance(item, Document):
         return [_from_document(item, metadata)], None
     if not isinstance(item, str | os.PathLike):
@@ -438,7 +442,7 @@ def _read_item(item: Any, metadata: Mapping[str, Any]) -> tuple[list[SourceDoc],
         if not str(item).strip():
             raise IngestError("cannot ingest an empty string")
         return [_from_text(str(item), metadata)], None
-    docs = list(_from_path(path, metadata))
+    docs = list(_from_path(path, metadata, unread))
     if path.expanduser().is_dir():  # _from_path has checked that it can be read
         return docs, source_key(path).rstrip("/") + "/"
     return docs, None
@@ -450,9 +454,10 @@ def read_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> Inputs
     metadata = dict(metadata or {})
     docs: list[SourceDoc] = []
     folders: list[str] = []
+    unread: list[str] = []
     seen: dict[str, int] = {}
     for item in _item_list(items):
-        new, folder = _read_item(item, metadata)
+        new, folder = _read_item(item, metadata, unread)
         if folder is not None:
             folders.append(folder)
         for doc in new:
@@ -461,7 +466,7 @@ def read_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> Inputs
             else:
                 seen[doc.source] = len(docs)
                 docs.append(doc)
-    return Inputs(docs, folders)
+    return Inputs(docs, folders, unread)
 
 
 def expand_inputs(items: Any, metadata: Mapping[str, Any] | None = None) -> list[SourceDoc]:

@@ -27,7 +27,7 @@ from langchain_core.embeddings import Embeddings
 from retrievalagent.errors import EmbeddingModelError, VectorIndexError
 from retrievalagent.index import STAGED, STAGED_MARK, Condition, LexicalEncoder, VectorIndex
 from retrievalagent.ingest._chunking import Chunk, chunk_sections
-from retrievalagent.ingest._loaders import SourceDoc, unread_pdf
+from retrievalagent.ingest._loaders import SourceDoc
 
 __all__ = ["IngestInterrupted", "IngestReport", "Ingestor"]
 
@@ -189,13 +189,15 @@ class Ingestor:
         docs: Sequence[SourceDoc],
         progress: bool | None = None,
         mirror: Sequence[str] = (),
+        unread: Sequence[str] = (),
     ) -> IngestReport:
         """Index ``docs``; ``mirror`` lists folder prefixes (``/abs/dir/``) whose sources
-        not among ``docs`` are removed afterwards."""
+        not among ``docs`` are removed afterwards, except the ``unread`` ones (files there
+        that could not be read now)."""
         started = time.perf_counter()
         report = IngestReport(sources=len(docs))
         try:
-            self._run(docs, report, progress, mirror)
+            self._run(docs, report, progress, mirror, unread)
         except KeyboardInterrupt:
             report.seconds = time.perf_counter() - started
             raise IngestInterrupted(report) from None
@@ -208,6 +210,7 @@ class Ingestor:
         report: IngestReport,
         progress: bool | None,
         mirror: Sequence[str],
+        unread: Sequence[str],
     ) -> None:
         plan = self._plan(docs, report)
         for source, left in list(plan.waiting.items()):
@@ -219,7 +222,7 @@ class Ingestor:
                 self._write(window, plan, report)
                 advance(len(window))
         if mirror:
-            self._prune(docs, mirror, report)
+            self._prune(docs, mirror, unread, report)
         optimize = getattr(self.index, "optimize", None)  # the embedded index compacts
         if optimize is not None and (report.added_chunks or report.removed_chunks):
             optimize()
@@ -254,16 +257,16 @@ class Ingestor:
                 self._commit(item.doc.source, plan, report)
 
     def _prune(
-        self, docs: Sequence[SourceDoc], mirror: Sequence[str], report: IngestReport
+        self,
+        docs: Sequence[SourceDoc],
+        mirror: Sequence[str],
+        unread: Sequence[str],
+        report: IngestReport,
     ) -> None:
-        present = {doc.source for doc in docs}
+        present = {doc.source for doc in docs} | set(unread)
         visible = self.index.sources()
         for source in sorted({*visible, *self.index.sources(staged=True)}):
-            if (
-                source not in present
-                and source.startswith(tuple(mirror))
-                and not unread_pdf(source)
-            ):
+            if source not in present and source.startswith(tuple(mirror)):
                 report.removed_chunks += self.index.delete([Condition("source", "match", source)])
                 if source in visible:
                     report.removed_sources.append(source)
