@@ -7,7 +7,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,28 +72,13 @@ def ingest(
             metadata[key] = value
         files = _paths(paths)
         check_paths_exist(files)  # before the collection is created: a typo creates nothing
-        replaced = _set_aside_embedded_index(collection, backend_url, data_dir) if rebuild else None
-        finished: list[Any] = []  # the report, once every source is in
-        try:
-            with _terminate_as_interrupt():
-                _ingest_files(
-                    collection,
-                    backend_url,
-                    data_dir,
-                    paths,
-                    files,
-                    metadata,
-                    keep_missing,
-                    finished,
-                )
-        except BaseException:
-            if replaced is not None and not finished:  # an unfinished rebuild keeps the old
-                replaced.put_back()
-            elif replaced is not None:
-                replaced.drop()
-            raise
-        if replaced is not None:
-            replaced.drop()
+        with (
+            _rebuilding(collection, backend_url, data_dir, rebuild) as indexed,
+            _terminate_as_interrupt(),
+        ):
+            _ingest_files(
+                collection, backend_url, data_dir, paths, files, metadata, keep_missing, indexed
+            )
 
 
 def _ingest_files(
@@ -104,9 +89,10 @@ def _ingest_files(
     files: list[Path],
     metadata: dict[str, str],
     keep_missing: bool,
-    finished: list[Any],
+    indexed: Callable[[], None],
 ) -> None:
-    """The ingest itself; ``finished`` gets its report as soon as every source is in."""
+    """The ingest itself, with what it says on the terminal; ``indexed`` is called once
+    every source is in (a Ctrl-C after it cuts only the summary)."""
     from retrievalagent import IngestInterrupted
 
     report = None
@@ -124,7 +110,7 @@ def _ingest_files(
             except IngestInterrupted as stop:
                 err.print(f"[yellow]{escape(str(stop))}[/]", soft_wrap=True)
                 raise typer.Exit(130) from None
-            finished.append(report)
+            indexed()
             for source in report.removed_sources:
                 err.print(f"[dim]removed (no longer in the folder): {escape(source)}[/]")
             count = rag.count()
@@ -153,9 +139,7 @@ def _paths(arguments: list[str]) -> list[Path]:
 
 @dataclass(frozen=True)
 class _SetAside:
-    """An index moved aside by ``--rebuild``: dropped once the new one is built, put back
-    when the rebuild fails or is interrupted (a failed rebuild must not leave less than a
-    failed ingest does)."""
+    """An index moved aside by ``--rebuild`` (see ``_rebuilding``)."""
 
     index: Path
     old: Path
@@ -187,6 +171,24 @@ def _terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _rebuilding(
+    collection: str | None, backend_url: str | None, data_dir: Path | None, rebuild: bool
+) -> Iterator[Callable[[], None]]:
+    """With ``--rebuild``, the old index moved aside for the block: dropped once the block
+    calls what it yields (every source is in), else put back (a failed or interrupted
+    rebuild must not leave less than a failed ingest does)."""
+    replaced = _set_aside_embedded_index(collection, backend_url, data_dir) if rebuild else None
+    built: list[bool] = []
+    try:
+        yield lambda: built.append(True)
+    finally:
+        if replaced is not None and built:
+            replaced.drop()
+        elif replaced is not None:
+            replaced.put_back()
 
 
 def _set_aside_embedded_index(
