@@ -43,12 +43,13 @@ _MESSAGES_PER_CALL = 20
 
 class _Forgets:
     """The ``forget`` calls of conversations (a thread, or all of a user's), numbered, so a
-    write can tell whether one came after it was scheduled."""
+    write can tell whether one came after it was scheduled. Kept per user: every write
+    asks, and only about its own user."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._count = 0
-        self._log: deque[tuple[int, str, str | None]] = deque(maxlen=10_000)
+        self._of: dict[str, deque[tuple[int, str | None]]] = {}
 
     def ticket(self) -> int:
         with self._lock:
@@ -57,14 +58,14 @@ class _Forgets:
     def record(self, user_id: str, thread_id: str | None) -> None:
         with self._lock:
             self._count += 1
-            self._log.append((self._count, user_id, thread_id))
+            self._of.setdefault(user_id, deque(maxlen=1000)).append((self._count, thread_id))
 
     def since(self, ticket: int, user_id: str, thread_id: str) -> bool:
         """Whether a ``forget`` after ``ticket`` erased this user's conversation."""
         with self._lock:
             return any(
-                n > ticket and user == user_id and thread in (None, thread_id)
-                for n, user, thread in self._log
+                n > ticket and thread in (None, thread_id)
+                for n, thread in self._of.get(user_id, ())
             )
 
 
