@@ -37,6 +37,21 @@ def snapshot(rag: Any) -> dict[str, list[str]]:
     return {s: [t for _, t in sorted(chunks)] for s, chunks in by_source.items()}
 
 
+def folder_of(path: Path, **notes: str) -> Path:
+    """A folder at ``path`` holding one Markdown note per keyword (``ferry="..."`` is
+    ``ferry.md``)."""
+    path.mkdir()
+    for name, text in notes.items():
+        (path / f"{name}.md").write_text(text)
+    return path
+
+
+def ingested_warning(rag: Any, folder: Path, caplog: pytest.LogCaptureFixture) -> Any:
+    """``rag.add_documents(folder)``'s report, with the warnings it logged in ``caplog``."""
+    with caplog.at_level(logging.WARNING):
+        return rag.add_documents(folder)
+
+
 class InterruptAfter(Embeddings):
     """The real embedder, with Ctrl-C arriving after ``calls`` batches."""
 
@@ -125,9 +140,7 @@ def test_a_pdf_that_cannot_be_read_without_pypdf_is_named_and_stays_indexed(
     there, so the folder's mirror keeps it, and the skip is said, with the fix."""
     import types
 
-    folder = tmp_path / "manuals"
-    folder.mkdir()
-    (folder / "notes.md").write_text("# Notes\n\nThe ferry leaves at noon.\n")
+    folder = folder_of(tmp_path / "manuals", notes="# Notes\n\nThe ferry leaves at noon.\n")
     (folder / "manual.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
 
     class Page:
@@ -144,8 +157,7 @@ def test_a_pdf_that_cannot_be_read_without_pypdf_is_named_and_stays_indexed(
     pdf = (folder / "manual.pdf").resolve().as_posix()
     assert pdf in rag.sources()
     monkeypatch.setitem(sys.modules, "pypdf", None)  # import pypdf now fails
-    with caplog.at_level(logging.WARNING):
-        report = rag.add_documents(folder)
+    report = ingested_warning(rag, folder, caplog)
     assert report.removed_sources == [] and pdf in rag.sources()
     assert "manual.pdf" in caplog.text and "pip install pypdf" in caplog.text
     (folder / "manual.pdf").unlink()  # deleted, it goes
@@ -157,14 +169,11 @@ def test_a_file_named_in_another_encoding_does_not_stop_the_folder(
 ) -> None:
     """A Latin-1 "café.md" from an old archive: the index keeps names as UTF-8, so it is
     skipped, named; the folder's other files are indexed (none were: the engine failed)."""
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "ferry.md").write_text("# Ferry\n\nThe ferry leaves at noon.\n")
+    folder = folder_of(tmp_path / "notes", ferry="# Ferry\n\nThe ferry leaves at noon.\n")
     with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as latin:
         latin.write(b"# Cafe\n\nThe cafe opens at eight.\n")
     rag = make_agent()
-    with caplog.at_level(logging.WARNING):
-        rag.add_documents(folder)
+    ingested_warning(rag, folder, caplog)
     assert [Path(s).name for s in rag.sources()] == ["ferry.md"]
     assert "caf\\udce9.md" in caplog.text and "not UTF-8" in caplog.text
 
@@ -172,17 +181,12 @@ def test_a_file_named_in_another_encoding_does_not_stop_the_folder(
 def test_a_symlinked_folder_in_a_folder_is_named_not_skipped_silently(
     make_agent, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    outside = tmp_path / "shared"
-    outside.mkdir()
-    (outside / "ferry.md").write_text("# Ferry\n\nThe ferry leaves at noon.\n")
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "own.md").write_text("# Own\n\nThe lighthouse opens at dawn.\n")
+    outside = folder_of(tmp_path / "shared", ferry="# Ferry\n\nThe ferry leaves at noon.\n")
+    folder = folder_of(tmp_path / "notes", own="# Own\n\nThe lighthouse opens at dawn.\n")
     (folder / "ferry.md").symlink_to(outside / "ferry.md")
     (folder / "more").symlink_to(outside)
     rag = make_agent()
-    with caplog.at_level(logging.WARNING):
-        rag.add_documents(folder)
+    ingested_warning(rag, folder, caplog)
     assert len(rag.sources()) == 2  # own.md and the linked ferry.md, by its target
     assert "more" in caplog.text and "symlinked folder" in caplog.text
 
@@ -450,13 +454,9 @@ def test_an_unreadable_subfolder_is_an_error_and_removes_nothing(tmp_path: Path)
 def test_a_broken_symlink_in_a_folder_is_skipped_with_a_warning(
     make_agent, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    folder = tmp_path / "notes"
-    folder.mkdir()
-    (folder / "real.md").write_text("# Harbour\n\nThe harbour opens at dawn.\n")
+    folder = folder_of(tmp_path / "notes", real="# Harbour\n\nThe harbour opens at dawn.\n")
     (folder / "gone.md").symlink_to(tmp_path / "elsewhere.md")
-    rag = make_agent()
-    with caplog.at_level(logging.WARNING):
-        report = rag.add_documents(folder)
+    report = ingested_warning(make_agent(), folder, caplog)
     assert report.sources == 1
     warning = " ".join(r.getMessage() for r in caplog.records)
     assert str(folder / "gone.md") in warning and "broken symlink" in warning

@@ -1980,23 +1980,24 @@ def test_metadata_memory_cannot_keep_never_fails_the_answer(
     assert SAID in kept["text"] and kept["sources"][0]["role"] == "user"
 
 
+def remember_failovers(rag: Any, days: int, rest: str) -> None:
+    """One conversation a day of alice's: "Day N: the cluster failover happened again"
+    and ``rest``."""
+    for day in range(days):
+        rag.remember(
+            [{"role": "user", "content": f"Day {day}: the cluster failover happened again{rest}"}],
+            user_id="alice",
+            thread_id=f"incident-{day}",
+            at=AT + timedelta(days=day),
+        )
+
+
 def test_the_prompt_holds_at_most_top_k_memories_within_max_chars(
     build: Callable[..., Any],
 ) -> None:
     rag = build("store", conversation_top_k=3, conversation_max_chars=700)
     filler = " ".join(["It restarts the PostgreSQL 13 service and the nightly backup job."] * 6)
-    for day in range(8):  # eight relevant memories, ~400 characters each
-        rag.remember(
-            [
-                {
-                    "role": "user",
-                    "content": f"Day {day}: the cluster failover happened again. {filler}",
-                }
-            ],
-            user_id="alice",
-            thread_id=f"incident-{day}",
-            at=AT + timedelta(days=day),
-        )
+    remember_failovers(rag, 8, f". {filler}")  # eight relevant memories, ~400 characters each
     question = "What happened with the cluster failover?"
     assert len(rag.recall(question, user_id="alice", k=8)) == 8  # an explicit k counts alone
     lines = conversation_lines(rag.invoke(question, cfg("alice", "now")).memory_context)
@@ -2009,18 +2010,7 @@ def test_the_size_bound_counts_the_dates_and_titles_the_prompt_shows(
     build: Callable[..., Any],
 ) -> None:
     rag = build("store", conversation_top_k=8, conversation_max_chars=330)
-    for day in range(6):  # six relevant memories of about a hundred characters each
-        rag.remember(
-            [
-                {
-                    "role": "user",
-                    "content": f"Day {day}: the cluster failover happened again at night.",
-                }
-            ],
-            user_id="alice",
-            thread_id=f"incident-{day}",
-            at=AT + timedelta(days=day),
-        )
+    remember_failovers(rag, 6, " at night.")  # six relevant memories, ~100 characters each
     lines = conversation_lines(
         rag.invoke("What happened with the cluster failover?", cfg("alice", "now")).memory_context
     )
