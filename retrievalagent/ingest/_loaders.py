@@ -260,6 +260,7 @@ def _walk(folder: Path, unread: list[str]) -> Iterator[Path]:
     that cannot be read now (no pypdf) goes to ``unread``: it is there, and mirroring must
     not take it for deleted."""
     pdfs: list[Path] = []
+    reads_pdf = _has_pypdf()  # once: a failed import is not remembered, each one searches
     for root, dirs, files in os.walk(folder, onerror=_walk_error):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
         for name in [d for d in dirs if os.path.islink(os.path.join(root, d))]:
@@ -276,7 +277,7 @@ def _walk(folder: Path, unread: list[str]) -> Iterator[Path]:
                     "skipped %s: its name is not UTF-8 (rename it to index it)", ascii(str(path))
                 )
                 continue
-            if path.suffix.lower() == ".pdf" and not _has_pypdf():
+            if path.suffix.lower() == ".pdf" and not reads_pdf:
                 pdfs.append(path)
                 unread.append(source_key(path))
                 continue
