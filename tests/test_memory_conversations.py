@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -588,6 +589,12 @@ def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -
         ([{"role": "user", "content": "hi", "metadata": {"x": "\ud800"}}], None, "surrogate"),
         # invisible characters alone are no text, as in a question
         ([{"role": "user", "content": "\u200b\u2060\ufeff"}], None, "no text"),
+        # a transcript in another shape: what it has is named, and what was expected
+        (
+            [{"speaker": "Caroline", "text": "I went to the support group."}],
+            None,
+            r"message 0 has no 'role' \(it has 'speaker', 'text'\); expected OpenAI-style",
+        ),
     ],
 )
 def test_remember_refuses_bad_input_naming_the_problem(
@@ -1558,6 +1565,18 @@ def fact(subject: str, text: str, *turns: int) -> dict[str, Any]:
     return {"facts": [{"subject": subject, "fact": text, "turns": list(turns)}]}
 
 
+def upgrading_model() -> ScriptedChatModel:
+    """A model that draws "Runs PostgreSQL 13 on Debian 11." from the user's first turn and
+    "Runs PostgreSQL 15." (same subject: it replaces the first) from the next."""
+    return ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+        ],
+    )
+
+
 def facts_of(memories: list[Any]) -> list[Any]:
     return [m for m in said(memories) if m["form"] == "fact"]
 
@@ -1566,13 +1585,7 @@ def facts_of(memories: list[Any]) -> list[Any]:
 def test_a_stated_fact_is_kept_linked_to_its_turn_and_a_newer_one_replaces_it(
     build: Callable[..., Any], kind: str
 ) -> None:
-    model = ScriptedChatModel(
-        replies=[REPLY],
-        facts=[
-            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
-            fact("database", "Runs PostgreSQL 15.", 0),
-        ],
-    )
+    model = upgrading_model()
     rag = build(kind, model=model, checkpointer=MemorySaver())
     rag.invoke(STATEMENT, cfg("alice", "t1"))
     rag.drain_background(10)
@@ -1613,13 +1626,7 @@ def test_forgetting_a_conversation_erases_its_fact_from_the_newer_ones_history(
 ) -> None:
     """A fact from t1 replaced by one from t2 lives on in the newer fact's history: forgetting
     t1 erases it there too, and forgetting the user leaves nothing in the store."""
-    model = ScriptedChatModel(
-        replies=[REPLY],
-        facts=[
-            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
-            fact("database", "Runs PostgreSQL 15.", 0),
-        ],
-    )
+    model = upgrading_model()
     backend = memory_of(kind)
     rag = build(model=model, **backend)
     rag.invoke(STATEMENT, cfg("alice", "t1"))
@@ -1638,6 +1645,85 @@ def test_forgetting_a_conversation_erases_its_fact_from_the_newer_ones_history(
     rag.forget("alice")
     assert rag.list_memories("alice") == []
     assert "PostgreSQL" not in stored_text(backend["memory_store"])
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_forgetting_where_a_newer_fact_was_said_brings_back_the_one_it_replaced(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """The fact "Runs PostgreSQL 15." (t2) replaced "Runs PostgreSQL 13 ..." (t1): erasing t2
+    must not take t1's fact with it. (With mem0, mem0 draws and replaces its own facts.)"""
+    model = upgrading_model()
+    rag = build(kind, model=model, checkpointer=MemorySaver())
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    assert [f["text"] for f in facts_of(rag.list_memories("alice"))] == ["Runs PostgreSQL 15."]
+    rag.forget("alice", thread_id="t2")
+    listed = rag.list_memories("alice")
+    assert "PostgreSQL 15" not in json.dumps(listed), listed
+    (back,) = facts_of(listed)
+    assert back["text"] == "Runs PostgreSQL 13 on Debian 11." and back["thread_id"] == "t1"
+    assert back["sources"] == [{"message_id": rag.get_history("t1")[0].id, "role": "user"}]
+    assert back["history"] == []
+    state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t3"))
+    lines = conversation_lines(state.memory_context)
+    assert any(line.endswith("] Runs PostgreSQL 13 on Debian 11.") for line in lines), lines
+    rag.forget("alice", thread_id="t1")  # and it goes with its own conversation
+    assert facts_of(rag.list_memories("alice")) == []
+
+
+class _SlowFactStore(InMemoryStore):
+    """A store whose write of a fact takes a second, long enough for a ``forget`` that
+    stops waiting for it (``memory_timeout``) to run meanwhile."""
+
+    def __init__(self, slow_text: str) -> None:
+        super().__init__()
+        self.slow_text = slow_text
+        self.writing, self.written = threading.Event(), threading.Event()
+
+    def batch(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        slow = any(
+            isinstance(op, PutOp) and op.value and op.value.get("text") == self.slow_text
+            for op in ops
+        )
+        if slow:
+            self.writing.set()
+            time.sleep(1.0)
+        try:
+            return super().batch(ops)
+        finally:
+            if slow:
+                self.written.set()
+
+
+def test_a_fact_taken_back_after_a_forget_brings_back_the_one_it_replaced(
+    build: Callable[..., Any],
+) -> None:
+    """The forget of t2 runs while t2's fact is being stored: the fact is taken back once
+    stored, and t1's fact, which it replaced, is not lost with it."""
+    model = upgrading_model()
+    store = _SlowFactStore("Runs PostgreSQL 15.")
+    rag = build(model=model, memory_store=store, memory_timeout=0.2)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    assert store.writing.wait(10)
+    rag.forget("alice", thread_id="t2")  # stops waiting after 0.2 s: the write is still on
+    # the write outlives its timeout (a thread cannot be stopped) and lands after the forget
+    assert store.written.wait(10)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        listed = rag.list_memories("alice")
+        if [f["text"] for f in facts_of(listed)] == ["Runs PostgreSQL 13 on Debian 11."]:
+            break
+        time.sleep(0.05)
+    assert "PostgreSQL 15" not in json.dumps(listed), listed
+    (back,) = facts_of(listed)
+    assert back["text"] == "Runs PostgreSQL 13 on Debian 11." and back["thread_id"] == "t1"
+    time.sleep(0.2)  # and nothing of t2 comes back after it
+    assert "PostgreSQL 15" not in stored_text(store)
 
 
 def _slow_fact(messages: list[Any]) -> dict[str, Any]:

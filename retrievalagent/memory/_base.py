@@ -61,6 +61,7 @@ __all__ = [
     "newest_per_key",
     "newest_said_first",
     "recall_text",
+    "replaced_facts",
     "user_id_from_config",
 ]
 
@@ -391,6 +392,7 @@ class PlannedBackend(ABC):
             if (memory_id is None or h.id == memory_id)
             and (thread_id is None or h.thread_id == thread_id)
         ]
+        put_back: builtins.list[ConversationRecord] = []
         if thread_id is not None and memory_id is None:
             # a fact that replaced one drawn from this conversation keeps its words in its
             # history: they go with the conversation, the newer fact stays
@@ -401,8 +403,11 @@ class PlannedBackend(ABC):
             }
             if histories:
                 yield from self._rewrite_history(user_id, histories)
+            put_back = replaced_facts([h for h in hits if h.id in ids], user_id, thread_id)
         if ids:
             yield self._delete(user_id, ids)
+        if put_back:
+            yield from self._add_conversations(put_back)
         return len(ids)
 
     def recall(self, request: RecallRequest) -> Recall:
@@ -451,6 +456,41 @@ class PlannedBackend(ABC):
         self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
     ) -> int:
         return await arun(self._forget(user_id, memory_id, thread_id))
+
+
+def replaced_facts(
+    erased: Iterable[MemoryHit], user_id: str, thread_id: str
+) -> builtins.list[ConversationRecord]:
+    """The facts that facts of conversation ``thread_id`` replaced, said in other
+    conversations, as records to put back once those are erased: forgetting where "Runs
+    PostgreSQL 15." was said brings back "Runs PostgreSQL 13." from the conversation before,
+    which erasing this one must not take with it. Each keeps the history it had."""
+    out = []
+    for hit in erased:
+        earlier = [e for e in _history_of(hit) if _thread_of(e) != thread_id]
+        if hit.metadata.get("form") != "fact" or not earlier:
+            continue
+        last, sources = earlier[-1], earlier[-1].get("sources")
+        text = str(last.get("text") or "")
+        if not text:
+            continue
+        out.append(
+            ConversationRecord(
+                text=text,
+                user_id=user_id,
+                thread_id=_thread_of(last),
+                at=str(last.get("at") or ""),
+                sources=[dict(s) for s in sources if isinstance(s, dict)]
+                if isinstance(sources, list)
+                else [],
+                said=text,
+                form="fact",
+                subject=str(hit.metadata.get("subject") or hit.key or ""),
+                key=str(hit.metadata.get("memory_key") or hit.id),
+                history=earlier[:-1],
+            )
+        )
+    return out
 
 
 def _history_of(hit: MemoryHit) -> builtins.list[dict[str, Any]]:

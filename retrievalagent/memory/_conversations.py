@@ -125,6 +125,9 @@ class ConversationRecord:
     #: Where the exchange stands in its conversation (0: first), which recall reads to know
     #: what was said just before it (the exchanges of one import share their time).
     place: int = 0
+    #: The history a fact had: given when one is put back (``replaced_facts``: the newer
+    #: fact that replaced it went with its conversation), as no older one is left to give it.
+    history: list[dict[str, Any]] = field(default_factory=list)
 
     def value(self, written: str) -> dict[str, Any]:
         """The record as a store item's value (without its vector)."""
@@ -184,11 +187,7 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
     role = role.strip().lower()  # "User", "HUMAN": as chat(history=...) reads them
     if role in _SKIPPED_ROLES:
         return None
-    if role not in _ROLES:
-        raise ValueError(
-            f"message {position} has role {role!r}; accepted: user, assistant (human, ai), "
-            "or system/tool (skipped)"
-        )
+    _check_role(role, message, position)
     metadata = _checked_metadata(metadata, position, strict)
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
@@ -203,6 +202,26 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
         metadata=dict(metadata or {}),
         id=str(ident or ""),
     )
+
+
+def _check_role(role: str, message: Any, position: int) -> None:
+    """``ValueError`` naming ``position`` for a message without a role a person speaks in."""
+    if not role and isinstance(message, Mapping):  # a transcript of another shape
+        raise ValueError(
+            f"message {position} has no 'role' (it has {_keys(message)}); "
+            "expected OpenAI-style {'role': 'user', 'content': '...', 'name': ...}"
+        )
+    if role not in _ROLES:
+        raise ValueError(
+            f"message {position} has role {role!r}; accepted: user, assistant (human, ai), "
+            "or system/tool (skipped)"
+        )
+
+
+def _keys(message: Mapping[Any, Any]) -> str:
+    """A message's keys as an error names them (a few: a row may have many)."""
+    keys = [repr(k) for k in list(message)[:6]]
+    return ", ".join(keys) + (", ..." if len(message) > 6 else "") if keys else "no keys"
 
 
 def _both(field: Any, kwargs: Any) -> Any:

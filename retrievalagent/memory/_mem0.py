@@ -466,15 +466,21 @@ class Mem0Backend(PlannedBackend):
             metadata["speakers"] = record.speakers
         if record.place:
             metadata["place"] = record.place
-        if replaced:
-            metadata["history"] = [
-                *(replaced[0].metadata.get("history") or []),
+        # a replaced fact goes into the new one's history (not when it said the same); a
+        # fact put back (``replaced_facts``) brings the history it had
+        history = list(replaced[0].metadata.get("history") or [] if replaced else record.history)
+        if replaced and replaced[0].text != record.text:
+            older = replaced[0]
+            history.append(
                 {
-                    "text": replaced[0].text,
-                    "at": replaced[0].at,
-                    "thread_id": replaced[0].thread_id,
-                },
-            ]
+                    "text": older.text,
+                    "at": older.at,
+                    "thread_id": older.thread_id,
+                    "sources": older.sources,
+                }
+            )
+        if history:
+            metadata["history"] = history
         return metadata
 
     def _add_conversation(

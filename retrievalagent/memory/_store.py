@@ -622,7 +622,7 @@ class StoreBackend(PlannedBackend):
         for record, vector, its_parts in zip(records, vectors, parts, strict=True):
             value = record.value(iso(now))
             value["written_us"] = int(now.timestamp() * 1_000_000)
-            value["history"] = _history(older.get(record.key), record.text)
+            value["history"] = _history(older.get(record.key), record.text, record.history)
             value["vector"], value["embedding_model"] = _pack(vector), self.embedding_name
             if its_parts:
                 value["part_vectors"] = _pack_parts(its_parts)
@@ -700,9 +700,12 @@ class StoreBackend(PlannedBackend):
         self.conversations.drop(user_id)
 
 
-def _history(older: Item | None, text: str) -> list[dict[str, Any]]:
-    """A replaced fact's history: the older one's, then the older one itself."""
+def _history(
+    older: Item | None, text: str, before: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """A replaced fact's history: the older one's, then the older one itself (``before``
+    when there is no older one: the history of a fact put back)."""
     if older is None or str(older.value.get("text", "")) == text:
-        return list(older.value.get("history") or []) if older is not None else []
+        return list(older.value.get("history") or []) if older is not None else list(before)
     previous = {k: older.value.get(k) for k in ("text", "at", "thread_id", "sources")}
     return [*(older.value.get("history") or []), previous]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from retrievalagent.memory._base import CONVERSATION, MemoryBackend, MemoryHit
+from retrievalagent.memory._base import CONVERSATION, MemoryBackend, MemoryHit, replaced_facts
 from retrievalagent.memory._conversations import (
     ConversationRecord,
     Said,
@@ -60,8 +60,9 @@ class _Forgets:
             self._count += 1
             self._of.setdefault(user_id, deque(maxlen=1000)).append((self._count, thread_id))
 
-    def since(self, ticket: int, user_id: str, thread_id: str) -> bool:
-        """Whether a ``forget`` after ``ticket`` erased this user's conversation."""
+    def since(self, ticket: int, user_id: str, thread_id: str | None) -> bool:
+        """Whether a ``forget`` after ``ticket`` erased this user's conversation (with
+        ``thread_id`` None: all of the user's)."""
         with self._lock:
             return any(
                 n > ticket and thread in (None, thread_id)
@@ -157,6 +158,12 @@ class ConversationWriter:
         if ticket is not None and self._forgets.since(ticket, user, thread):
             for hit in stored:
                 yield self._erase(user, hit.id)
+            # a fact stored here that replaced one said in another conversation: that one
+            # goes back, as the forget of this conversation alone would have left it
+            if not self._forgets.since(ticket, user, None):
+                put_back = replaced_facts(stored, user, thread)
+                if put_back:
+                    yield self.store(put_back)
             return []
         return stored
 
