@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -76,28 +77,25 @@ def ingest(
             _rebuilding(collection, backend_url, data_dir, rebuild) as indexed,
             _terminate_as_interrupt(),
         ):
-            _ingest_files(
-                collection, backend_url, data_dir, paths, files, metadata, keep_missing, indexed
-            )
+            index = partial(open_agent, collection, None, backend_url, data_dir)
+            _ingest_files(index, paths, files, metadata, keep_missing, indexed)
 
 
 def _ingest_files(
-    collection: str | None,
-    backend_url: str | None,
-    data_dir: Path | None,
+    index: Callable[[], Any],
     paths: list[str],
     files: list[Path],
     metadata: dict[str, str],
     keep_missing: bool,
     indexed: Callable[[], None],
 ) -> None:
-    """The ingest itself, with what it says on the terminal; ``indexed`` is called once
-    every source is in (a Ctrl-C after it cuts only the summary)."""
+    """The ingest itself into the agent ``index`` opens, with what it says on the terminal;
+    ``indexed`` is called once every source is in (a Ctrl-C after it cuts only the summary)."""
     from retrievalagent import IngestInterrupted
 
     report = None
     try:
-        with open_agent(collection, None, backend_url, data_dir) as rag:
+        with index() as rag:
             err.print(
                 f"[dim]Indexing {escape(', '.join(paths))} into collection "
                 f"{escape(repr(rag.collection))}...[/]",

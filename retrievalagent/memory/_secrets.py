@@ -401,7 +401,7 @@ _FUNCTION_WORDS = frozenset(
 )
 # ... and the words that follow "password is" / "token was" without being one ("is
 # expired", "use --password to pass it")
-_NOT_A_VALUE = _FUNCTION_WORDS | frozenset(
+_NOT_A_VALUE_EN = frozenset(
     [
         "accepted",
         "anything",
@@ -462,7 +462,7 @@ _NOT_A_VALUE = _FUNCTION_WORDS | frozenset(
 )
 # ... and those words in German, after "Passwort ist" / "Kennwort lautet" ("ist nicht gut",
 # "lautet anders", "ist abgelaufen")
-_NOT_A_VALUE |= frozenset(
+_NOT_A_VALUE_DE = frozenset(
     [
         "abgelaufen",
         "aktuell",
@@ -502,6 +502,7 @@ _NOT_A_VALUE |= frozenset(
         "zurückgesetzt",
     ]
 )
+_NOT_A_VALUE = _FUNCTION_WORDS | _NOT_A_VALUE_EN | _NOT_A_VALUE_DE
 # "the password is kept in a vault", "... is rotated every month": one lower-case word that
 # reads as a participle (a real password is rarely one: "is swordfish on the prod box" is
 # still masked), and after it one of these
