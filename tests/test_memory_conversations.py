@@ -1669,17 +1669,22 @@ def test_forgetting_where_a_newer_fact_was_said_brings_back_the_one_it_replaced(
     state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t3"))
     lines = conversation_lines(state.memory_context)
     assert any(line.endswith("] Runs PostgreSQL 13 on Debian 11.") for line in lines), lines
+    # put back whole: in t1, whose history shows the message it came from, it is not
+    # recalled again (as before t2)
+    state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t1"))
+    assert "Runs PostgreSQL 13 on Debian 11." not in state.memory_context
     rag.forget("alice", thread_id="t1")  # and it goes with its own conversation
     assert facts_of(rag.list_memories("alice")) == []
 
 
 class _SlowFactStore(InMemoryStore):
-    """A store whose write of a fact takes a second, long enough for a ``forget`` that
-    stops waiting for it (``memory_timeout``) to run meanwhile."""
+    """A store whose write of a fact takes over a second, long enough for a ``forget`` that
+    stops waiting for it (``memory_timeout``) to run meanwhile: before the fact lands, or
+    (``late``) after it landed, before the write returns."""
 
-    def __init__(self, slow_text: str) -> None:
+    def __init__(self, slow_text: str, *, late: bool = False) -> None:
         super().__init__()
-        self.slow_text = slow_text
+        self.slow_text, self.late = slow_text, late
         self.writing, self.written = threading.Event(), threading.Event()
 
     def batch(self, ops: Any) -> list[Any]:
@@ -1688,14 +1693,25 @@ class _SlowFactStore(InMemoryStore):
             isinstance(op, PutOp) and op.value and op.value.get("text") == self.slow_text
             for op in ops
         )
-        if slow:
+        if slow and not self.late:
             self.writing.set()
             time.sleep(1.0)
         try:
             return super().batch(ops)
         finally:
+            if slow and self.late:
+                self.writing.set()
+                time.sleep(1.5)
             if slow:
                 self.written.set()
+
+    def settle(self, done: Callable[[], bool]) -> None:
+        """Wait for the slow write to return and what follows it until ``done()`` (5 s)."""
+        assert self.written.wait(10)
+        deadline = time.monotonic() + 5
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # and nothing more comes after it
 
 
 def test_a_fact_taken_back_after_a_forget_brings_back_the_one_it_replaced(
@@ -1712,18 +1728,83 @@ def test_a_fact_taken_back_after_a_forget_brings_back_the_one_it_replaced(
     assert store.writing.wait(10)
     rag.forget("alice", thread_id="t2")  # stops waiting after 0.2 s: the write is still on
     # the write outlives its timeout (a thread cannot be stopped) and lands after the forget
-    assert store.written.wait(10)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        listed = rag.list_memories("alice")
-        if [f["text"] for f in facts_of(listed)] == ["Runs PostgreSQL 13 on Debian 11."]:
-            break
-        time.sleep(0.05)
+    store.settle(
+        lambda: (
+            [f["text"] for f in facts_of(rag.list_memories("alice"))]
+            == ["Runs PostgreSQL 13 on Debian 11."]
+        )
+    )
+    listed = rag.list_memories("alice")
     assert "PostgreSQL 15" not in json.dumps(listed), listed
     (back,) = facts_of(listed)
     assert back["text"] == "Runs PostgreSQL 13 on Debian 11." and back["thread_id"] == "t1"
-    time.sleep(0.2)  # and nothing of t2 comes back after it
     assert "PostgreSQL 15" not in stored_text(store)
+
+
+def test_a_fact_taken_back_brings_back_nothing_of_a_conversation_also_forgotten(
+    build: Callable[..., Any],
+) -> None:
+    store = _SlowFactStore("Runs PostgreSQL 15.")
+    rag = build(model=upgrading_model(), memory_store=store, memory_timeout=0.2)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    assert store.writing.wait(10)
+    rag.forget("alice", thread_id="t2")
+    rag.forget("alice", thread_id="t1")  # both while t2's fact is on its way
+    store.settle(lambda: "PostgreSQL 15" not in stored_text(store))
+    assert rag.list_memories("alice") == []
+    assert "PostgreSQL" not in stored_text(store)
+
+
+def test_a_late_take_back_leaves_a_fact_said_since_in_another_conversation(
+    build: Callable[..., Any],
+) -> None:
+    """t2's fact lands, then its write is slow to return: meanwhile t2 is forgotten (t1's
+    fact comes back) and t3 says something newer on the subject. Taking back t2's fact
+    must not take t3's, which is kept under the same subject."""
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+            fact("database", "Runs PostgreSQL 16.", 0),
+        ],
+    )
+    store = _SlowFactStore("Runs PostgreSQL 15.", late=True)
+    rag = build(model=model, memory_store=store, memory_timeout=0.2)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    assert store.writing.wait(10)  # t2's fact is in, its write has not returned
+    rag.forget("alice", thread_id="t2")
+    rag.invoke("We moved to PostgreSQL 16 this morning. Anything to watch?", cfg("alice", "t3"))
+    rag.drain_background(10)
+    store.settle(lambda: False)
+    (current,) = facts_of(rag.list_memories("alice"))
+    assert current["text"] == "Runs PostgreSQL 16." and current["thread_id"] == "t3"
+    assert "PostgreSQL 15" not in stored_text(store)
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_a_fact_said_again_in_a_later_conversation_outlives_forgetting_that_one(
+    build: Callable[..., Any], kind: str
+) -> None:
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 15.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+        ],
+    )
+    rag = build(kind, model=model)
+    rag.invoke("Our cluster runs PostgreSQL 15. How do backups work?", cfg("alice", "t1"))
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    rag.forget("alice", thread_id="t2")
+    (kept,) = facts_of(rag.list_memories("alice"))
+    assert kept["text"] == "Runs PostgreSQL 15." and kept["thread_id"] == "t1"
+    assert "upgraded" not in json.dumps(rag.list_memories("alice"))
 
 
 def _slow_fact(messages: list[Any]) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import builtins
 import dataclasses
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -49,6 +49,7 @@ from retrievalagent.types import MemoryInfo
 
 __all__ = [
     "DEFAULT_USER",
+    "HISTORY_FIELDS",
     "MemoryBackend",
     "MemoryHit",
     "MemoryKind",
@@ -403,7 +404,7 @@ class PlannedBackend(ABC):
             }
             if histories:
                 yield from self._rewrite_history(user_id, histories)
-            put_back = replaced_facts([h for h in hits if h.id in ids], user_id, thread_id)
+            put_back = replaced_facts([h for h in hits if h.id in ids], user_id, {thread_id})
         if ids:
             yield self._delete(user_id, ids)
         if put_back:
@@ -458,35 +459,44 @@ class PlannedBackend(ABC):
         return await arun(self._forget(user_id, memory_id, thread_id))
 
 
+#: What a fact's ``history`` keeps of each fact it replaced: enough to put it back whole.
+HISTORY_FIELDS = ("text", "at", "thread_id", "title", "sources", "message_ids")
+
+
 def replaced_facts(
-    erased: Iterable[MemoryHit], user_id: str, thread_id: str
+    erased: Iterable[MemoryHit], user_id: str, forgotten: Collection[str]
 ) -> builtins.list[ConversationRecord]:
-    """The facts that facts of conversation ``thread_id`` replaced, said in other
-    conversations, as records to put back once those are erased: forgetting where "Runs
-    PostgreSQL 15." was said brings back "Runs PostgreSQL 13." from the conversation before,
-    which erasing this one must not take with it. Each keeps the history it had."""
+    """The facts that ``erased`` facts replaced, said in conversations not ``forgotten``,
+    as records to put back: forgetting where "Runs PostgreSQL 15." was said brings back
+    "Runs PostgreSQL 13." from the conversation before, which erasing this one must not
+    take with it. Each keeps its conversation, time, sources and the history it had (what
+    the forgotten conversations said left out)."""
     out = []
     for hit in erased:
-        earlier = [e for e in _history_of(hit) if _thread_of(e) != thread_id]
+        earlier = [e for e in _history_of(hit) if _thread_of(e) not in forgotten]
         if hit.metadata.get("form") != "fact" or not earlier:
             continue
-        last, sources = earlier[-1], earlier[-1].get("sources")
+        last = earlier[-1]
         text = str(last.get("text") or "")
         if not text:
             continue
+        sources, ids = last.get("sources"), last.get("message_ids")
         out.append(
             ConversationRecord(
                 text=text,
                 user_id=user_id,
                 thread_id=_thread_of(last),
                 at=str(last.get("at") or ""),
+                title=str(last.get("title") or ""),
                 sources=[dict(s) for s in sources if isinstance(s, dict)]
                 if isinstance(sources, list)
                 else [],
+                message_ids=[str(i) for i in ids] if isinstance(ids, list) else [],
                 said=text,
                 form="fact",
                 subject=str(hit.metadata.get("subject") or hit.key or ""),
                 key=str(hit.metadata.get("memory_key") or hit.id),
+                restores=True,
                 history=earlier[:-1],
             )
         )

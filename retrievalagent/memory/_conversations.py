@@ -125,8 +125,10 @@ class ConversationRecord:
     #: Where the exchange stands in its conversation (0: first), which recall reads to know
     #: what was said just before it (the exchanges of one import share their time).
     place: int = 0
-    #: The history a fact had: given when one is put back (``replaced_facts``: the newer
-    #: fact that replaced it went with its conversation), as no older one is left to give it.
+    #: A fact put back (``replaced_facts``: the newer fact that replaced it went with its
+    #: conversation): stored only where no fact holds its key (one said since comes first),
+    #: with the history it had.
+    restores: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
 
     def value(self, written: str) -> dict[str, Any]:

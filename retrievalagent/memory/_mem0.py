@@ -431,6 +431,8 @@ class Mem0Backend(PlannedBackend):
             for record in mine:
                 if record.form == "exchange" and record.key in older and not record.replaces:
                     continue
+                if record.restores and older.get(record.key):
+                    continue  # a fact said since takes the place of one put back
                 if record.form == "extract" and not self.infer_conversations:
                     continue
                 replaced = older.get(record.key, []) if record.key else []
@@ -466,17 +468,22 @@ class Mem0Backend(PlannedBackend):
             metadata["speakers"] = record.speakers
         if record.place:
             metadata["place"] = record.place
-        # a replaced fact goes into the new one's history (not when it said the same); a
-        # fact put back (``replaced_facts``) brings the history it had
+        # a replaced fact goes into the new one's history (unless the same conversation
+        # said the same again); a fact put back (``replaced_facts``) brings the history it had
         history = list(replaced[0].metadata.get("history") or [] if replaced else record.history)
-        if replaced and replaced[0].text != record.text:
+        if replaced and (replaced[0].text, replaced[0].thread_id) != (
+            record.text,
+            record.thread_id,
+        ):
             older = replaced[0]
             history.append(
                 {
                     "text": older.text,
                     "at": older.at,
                     "thread_id": older.thread_id,
+                    "title": older.metadata.get("title") or "",
                     "sources": older.sources,
+                    "message_ids": older.metadata.get("message_ids") or [],
                 }
             )
         if history:

@@ -45,6 +45,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 from retrievalagent._threads import in_thread
 from retrievalagent.index import LexicalEncoder
 from retrievalagent.memory._base import (
+    HISTORY_FIELDS,
     PREFERENCE,
     MemoryHit,
     PlannedBackend,
@@ -611,8 +612,12 @@ class StoreBackend(PlannedBackend):
         }
         # an exchange already stored (a history imported again) is not stored twice; a live
         # turn asked again replaces its lost copy; a fact replaces the one on its subject,
-        # which its history keeps
-        records = [r for r in records if r.form == "fact" or r.replaces or r.key not in found]
+        # which its history keeps (a fact put back, only where none is)
+        records = [
+            r
+            for r in records
+            if r.key not in found or (not r.restores and (r.form == "fact" or r.replaces))
+        ]
         if not records:
             return []
         older = {r.key: found[r.key] for r in records if r.key in found and r.form == "fact"}
@@ -622,7 +627,7 @@ class StoreBackend(PlannedBackend):
         for record, vector, its_parts in zip(records, vectors, parts, strict=True):
             value = record.value(iso(now))
             value["written_us"] = int(now.timestamp() * 1_000_000)
-            value["history"] = _history(older.get(record.key), record.text, record.history)
+            value["history"] = _history(older.get(record.key), record)
             value["vector"], value["embedding_model"] = _pack(vector), self.embedding_name
             if its_parts:
                 value["part_vectors"] = _pack_parts(its_parts)
@@ -700,12 +705,15 @@ class StoreBackend(PlannedBackend):
         self.conversations.drop(user_id)
 
 
-def _history(
-    older: Item | None, text: str, before: Sequence[dict[str, Any]] = ()
-) -> list[dict[str, Any]]:
-    """A replaced fact's history: the older one's, then the older one itself (``before``
-    when there is no older one: the history of a fact put back)."""
-    if older is None or str(older.value.get("text", "")) == text:
-        return list(older.value.get("history") or []) if older is not None else list(before)
-    previous = {k: older.value.get(k) for k in ("text", "at", "thread_id", "sources")}
-    return [*(older.value.get("history") or []), previous]
+def _history(older: Item | None, record: ConversationRecord) -> list[dict[str, Any]]:
+    """A fact's history: the older one's, then the older one itself (also when another
+    conversation said the same: forgetting this one must leave that one); with no older
+    one, the history ``record`` brings (a fact put back has one)."""
+    if older is None:
+        return list(record.history)
+    earlier = list(older.value.get("history") or [])
+    if str(older.value.get("text", "")) == record.text and (
+        str(older.value.get("thread_id") or "") == record.thread_id
+    ):
+        return earlier
+    return [*earlier, {k: older.value.get(k) for k in HISTORY_FIELDS}]

@@ -60,14 +60,14 @@ class _Forgets:
             self._count += 1
             self._of.setdefault(user_id, deque(maxlen=1000)).append((self._count, thread_id))
 
-    def since(self, ticket: int, user_id: str, thread_id: str | None) -> bool:
-        """Whether a ``forget`` after ``ticket`` erased this user's conversation (with
-        ``thread_id`` None: all of the user's)."""
+    def since(self, ticket: int, user_id: str, thread_id: str) -> bool:
+        """Whether a ``forget`` after ``ticket`` erased this user's conversation."""
+        return bool(self.threads(ticket, user_id) & {None, thread_id})
+
+    def threads(self, ticket: int, user_id: str) -> set[str | None]:
+        """The conversations of this user forgotten after ``ticket`` (None: all of them)."""
         with self._lock:
-            return any(
-                n > ticket and thread in (None, thread_id)
-                for n, thread in self._of.get(user_id, ())
-            )
+            return {thread for n, thread in self._of.get(user_id, ()) if n > ticket}
 
 
 class ConversationWriter:
@@ -121,11 +121,13 @@ class ConversationWriter:
             lambda: memory.aadd_conversations(records),
         )
 
-    def _erase(self, user_id: str, memory_id: str) -> IO:
+    def _erase(self, user_id: str, memory_id: str, thread_id: str) -> IO:
+        """Take back a memory this write stored, if it is still the one of ``thread_id``
+        (a fact is keyed by its subject: one said since in another conversation stays)."""
         memory = self.memory
         return IO(
-            lambda: memory.forget(user_id, memory_id),
-            lambda: memory.aforget(user_id, memory_id),
+            lambda: memory.forget(user_id, memory_id, thread_id),
+            lambda: memory.aforget(user_id, memory_id, thread_id),
         )
 
     def store_now(
@@ -155,17 +157,18 @@ class ConversationWriter:
         if ticket is not None and self._forgets.since(ticket, user, thread):
             return []
         stored: list[MemoryHit] = list((yield self.store(records)))
-        if ticket is not None and self._forgets.since(ticket, user, thread):
-            for hit in stored:
-                yield self._erase(user, hit.id)
-            # a fact stored here that replaced one said in another conversation: that one
-            # goes back, as the forget of this conversation alone would have left it
-            if not self._forgets.since(ticket, user, None):
-                put_back = replaced_facts(stored, user, thread)
-                if put_back:
-                    yield self.store(put_back)
-            return []
-        return stored
+        forgotten = self._forgets.threads(ticket, user) if ticket is not None else set()
+        if not forgotten & {None, thread}:
+            return stored
+        for hit in stored:
+            yield self._erase(user, hit.id, thread)
+        # a fact stored here that replaced one said in a conversation still kept: that one
+        # goes back, as the forget of this conversation alone would have left it
+        if None not in forgotten:
+            put_back = replaced_facts(stored, user, {t for t in forgotten if t is not None})
+            if put_back:
+                yield self.store(put_back)
+        return []
 
     def wants_facts(self, said: Sequence[Said]) -> bool:
         """Whether ``facts`` would extract anything: there is an extractor (the agent's
