@@ -1786,6 +1786,53 @@ def test_a_late_take_back_leaves_a_fact_said_since_in_another_conversation(
     assert "PostgreSQL 15" not in stored_text(store)
 
 
+def test_a_conversation_forgotten_while_a_newer_fact_is_stored_leaves_nothing_in_it(
+    build: Callable[..., Any],
+) -> None:
+    """t2's fact read t1's (which it replaces) before t1 was forgotten, and lands after:
+    t1's words must not live on in its history, nor come back when t2 is forgotten."""
+    store = _SlowFactStore("Runs PostgreSQL 15.")
+    rag = build(model=upgrading_model(), memory_store=store, memory_timeout=0.2)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    assert store.writing.wait(10)
+    rag.forget("alice", thread_id="t1")
+    store.settle(lambda: "Debian 11" not in stored_text(store))
+    (current,) = facts_of(rag.list_memories("alice"))
+    assert current["text"] == "Runs PostgreSQL 15." and current["history"] == []
+    assert "Debian 11" not in stored_text(store)
+    rag.forget("alice", thread_id="t2")
+    assert rag.list_memories("alice") == []
+
+
+def test_a_late_take_back_leaves_a_fact_said_after_the_forget_in_the_same_conversation(
+    build: Callable[..., Any],
+) -> None:
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+            fact("database", "Runs PostgreSQL 16.", 0),
+        ],
+    )
+    store = _SlowFactStore("Runs PostgreSQL 15.", late=True)
+    rag = build(model=model, memory_store=store, memory_timeout=0.2)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    assert store.writing.wait(10)
+    rag.forget("alice", thread_id="t2")
+    # the user goes on in t2 after erasing it: what they say now is kept
+    rag.invoke("We moved to PostgreSQL 16 this morning. Anything to watch?", cfg("alice", "t2"))
+    rag.drain_background(10)
+    store.settle(lambda: False)
+    (current,) = facts_of(rag.list_memories("alice"))
+    assert current["text"] == "Runs PostgreSQL 16." and current["thread_id"] == "t2"
+    assert "PostgreSQL 15" not in stored_text(store)
+
+
 @pytest.mark.parametrize("kind", ["store", "postgres"])
 def test_a_fact_said_again_in_a_later_conversation_outlives_forgetting_that_one(
     build: Callable[..., Any], kind: str

@@ -58,6 +58,7 @@ __all__ = [
     "Recall",
     "RecallRequest",
     "fact_text",
+    "history_threads",
     "memory_info",
     "newest_per_key",
     "newest_said_first",
@@ -501,6 +502,11 @@ def replaced_facts(
             )
         )
     return out
+
+
+def history_threads(hit: MemoryHit) -> set[str]:
+    """The conversations the facts ``hit`` replaced were said in (its ``history``)."""
+    return {_thread_of(e) for e in _history_of(hit)}
 
 
 def _history_of(hit: MemoryHit) -> builtins.list[dict[str, Any]]:

@@ -606,17 +606,32 @@ class StoreBackend(PlannedBackend):
         self, user_id: str, records: list[ConversationRecord]
     ) -> Plan[list[MemoryHit]]:
         ns, stamps_ns = self.namespace(user_id, CONVERSATIONS), self.namespace(user_id, STAMPS)
-        read = yield self._batch([GetOp(stamps_ns, "added"), *(GetOp(ns, r.key) for r in records)])
+        # a fact put back needs its conversation still kept (forgotten meanwhile, it stays so)
+        threads = list(dict.fromkeys(r.thread_id for r in records if r.restores))
+        read = yield self._batch(
+            [
+                GetOp(stamps_ns, "added"),
+                *(GetOp(ns, r.key) for r in records),
+                *(SearchOp(ns, filter={"thread_id": t}, limit=1) for t in threads),
+            ]
+        )
         found = {
-            r.key: it for r, it in zip(records, read[1:], strict=True) if _in_namespace(it, ns)
+            r.key: it
+            for r, it in zip(records, read[1 : 1 + len(records)], strict=True)
+            if _in_namespace(it, ns)
         }
+        kept = {t for t, hits in zip(threads, read[1 + len(records) :], strict=True) if hits}
         # an exchange already stored (a history imported again) is not stored twice; a live
         # turn asked again replaces its lost copy; a fact replaces the one on its subject,
-        # which its history keeps (a fact put back, only where none is)
+        # which its history keeps; a fact put back, only where none is
         records = [
             r
             for r in records
-            if r.key not in found or (not r.restores and (r.form == "fact" or r.replaces))
+            if (
+                r.thread_id in kept and r.key not in found
+                if r.restores
+                else r.key not in found or r.form == "fact" or r.replaces
+            )
         ]
         if not records:
             return []

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from retrievalagent.memory._base import CONVERSATION, MemoryBackend, MemoryHit, replaced_facts
+from retrievalagent.memory._base import (
+    CONVERSATION,
+    MemoryBackend,
+    MemoryHit,
+    history_threads,
+    replaced_facts,
+)
 from retrievalagent.memory._conversations import (
     ConversationRecord,
     Said,
@@ -121,14 +127,16 @@ class ConversationWriter:
             lambda: memory.aadd_conversations(records),
         )
 
-    def _erase(self, user_id: str, memory_id: str, thread_id: str) -> IO:
-        """Take back a memory this write stored, if it is still the one of ``thread_id``
-        (a fact is keyed by its subject: one said since in another conversation stays)."""
+    def _take_back(self, user_id: str, stored: list[MemoryHit], thread_id: str) -> Plan[None]:
+        """Erase what this write stored where it still is what it stored: a fact is kept
+        under its subject, which may hold one said since (in another conversation, or in
+        this one after the ``forget``), and that one stays."""
         memory = self.memory
-        return IO(
-            lambda: memory.forget(user_id, memory_id, thread_id),
-            lambda: memory.aforget(user_id, memory_id, thread_id),
-        )
+        ours = {(h.id, h.metadata.get("written_us")) for h in stored}
+        listed = yield IO(lambda: memory.list(user_id), lambda: memory.alist(user_id))
+        for hit in listed:
+            if (hit.id, hit.metadata.get("written_us")) in ours and hit.thread_id == thread_id:
+                yield _forgetting(memory, user_id, hit.id, thread_id)
 
     def store_now(
         self, records: list[ConversationRecord], ticket: int | None = None
@@ -159,9 +167,14 @@ class ConversationWriter:
         stored: list[MemoryHit] = list((yield self.store(records)))
         forgotten = self._forgets.threads(ticket, user) if ticket is not None else set()
         if not forgotten & {None, thread}:
+            # another conversation forgotten while this was stored: a fact of it that this
+            # write read and replaced is now in the new fact's history; that forget is made
+            # again, so it reaches there too
+            again = {t for h in stored for t in history_threads(h)} & forgotten
+            for other in sorted(t for t in again if t is not None):
+                yield _forgetting(self.memory, user, None, other)
             return stored
-        for hit in stored:
-            yield self._erase(user, hit.id, thread)
+        yield from self._take_back(user, stored, thread)
         # a fact stored here that replaced one said in a conversation still kept: that one
         # goes back, as the forget of this conversation alone would have left it
         if None not in forgotten:
@@ -244,6 +257,13 @@ class ConversationWriter:
             form="extract",
             messages=[m for r in whole for m in r.messages],
         )
+
+
+def _forgetting(memory: MemoryBackend, user_id: str, memory_id: str | None, thread_id: str) -> IO:
+    return IO(
+        lambda: memory.forget(user_id, memory_id, thread_id),
+        lambda: memory.aforget(user_id, memory_id, thread_id),
+    )
 
 
 def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str]) -> IO:
