@@ -1714,18 +1714,24 @@ class _SlowFactStore(InMemoryStore):
         time.sleep(0.2)  # and nothing more comes after it
 
 
+def _upgrade_on_its_way(build: Callable[..., Any], store: _SlowFactStore, model: Any = None) -> Any:
+    """An agent over ``store`` whose user stated their database in t1 and whose fact from
+    the upgrade told in t2 is being stored (slowly: a ``forget`` stops waiting for it)."""
+    rag = build(model=model or upgrading_model(), memory_store=store, memory_timeout=0.2)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    assert store.writing.wait(10)
+    return rag
+
+
 def test_a_fact_taken_back_after_a_forget_brings_back_the_one_it_replaced(
     build: Callable[..., Any],
 ) -> None:
     """The forget of t2 runs while t2's fact is being stored: the fact is taken back once
     stored, and t1's fact, which it replaced, is not lost with it."""
-    model = upgrading_model()
     store = _SlowFactStore("Runs PostgreSQL 15.")
-    rag = build(model=model, memory_store=store, memory_timeout=0.2)
-    rag.invoke(STATEMENT, cfg("alice", "t1"))
-    rag.drain_background(10)
-    rag.invoke(UPGRADE, cfg("alice", "t2"))
-    assert store.writing.wait(10)
+    rag = _upgrade_on_its_way(build, store)
     rag.forget("alice", thread_id="t2")  # stops waiting after 0.2 s: the write is still on
     # the write outlives its timeout (a thread cannot be stopped) and lands after the forget
     store.settle(
@@ -1745,45 +1751,12 @@ def test_a_fact_taken_back_brings_back_nothing_of_a_conversation_also_forgotten(
     build: Callable[..., Any],
 ) -> None:
     store = _SlowFactStore("Runs PostgreSQL 15.")
-    rag = build(model=upgrading_model(), memory_store=store, memory_timeout=0.2)
-    rag.invoke(STATEMENT, cfg("alice", "t1"))
-    rag.drain_background(10)
-    rag.invoke(UPGRADE, cfg("alice", "t2"))
-    assert store.writing.wait(10)
+    rag = _upgrade_on_its_way(build, store)
     rag.forget("alice", thread_id="t2")
     rag.forget("alice", thread_id="t1")  # both while t2's fact is on its way
     store.settle(lambda: "PostgreSQL 15" not in stored_text(store))
     assert rag.list_memories("alice") == []
     assert "PostgreSQL" not in stored_text(store)
-
-
-def test_a_late_take_back_leaves_a_fact_said_since_in_another_conversation(
-    build: Callable[..., Any],
-) -> None:
-    """t2's fact lands, then its write is slow to return: meanwhile t2 is forgotten (t1's
-    fact comes back) and t3 says something newer on the subject. Taking back t2's fact
-    must not take t3's, which is kept under the same subject."""
-    model = ScriptedChatModel(
-        replies=[REPLY],
-        facts=[
-            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
-            fact("database", "Runs PostgreSQL 15.", 0),
-            fact("database", "Runs PostgreSQL 16.", 0),
-        ],
-    )
-    store = _SlowFactStore("Runs PostgreSQL 15.", late=True)
-    rag = build(model=model, memory_store=store, memory_timeout=0.2)
-    rag.invoke(STATEMENT, cfg("alice", "t1"))
-    rag.drain_background(10)
-    rag.invoke(UPGRADE, cfg("alice", "t2"))
-    assert store.writing.wait(10)  # t2's fact is in, its write has not returned
-    rag.forget("alice", thread_id="t2")
-    rag.invoke("We moved to PostgreSQL 16 this morning. Anything to watch?", cfg("alice", "t3"))
-    rag.drain_background(10)
-    store.settle(lambda: False)
-    (current,) = facts_of(rag.list_memories("alice"))
-    assert current["text"] == "Runs PostgreSQL 16." and current["thread_id"] == "t3"
-    assert "PostgreSQL 15" not in stored_text(store)
 
 
 def test_a_conversation_forgotten_while_a_newer_fact_is_stored_leaves_nothing_in_it(
@@ -1792,11 +1765,7 @@ def test_a_conversation_forgotten_while_a_newer_fact_is_stored_leaves_nothing_in
     """t2's fact read t1's (which it replaces) before t1 was forgotten, and lands after:
     t1's words must not live on in its history, nor come back when t2 is forgotten."""
     store = _SlowFactStore("Runs PostgreSQL 15.")
-    rag = build(model=upgrading_model(), memory_store=store, memory_timeout=0.2)
-    rag.invoke(STATEMENT, cfg("alice", "t1"))
-    rag.drain_background(10)
-    rag.invoke(UPGRADE, cfg("alice", "t2"))
-    assert store.writing.wait(10)
+    rag = _upgrade_on_its_way(build, store)
     rag.forget("alice", thread_id="t1")
     store.settle(lambda: "Debian 11" not in stored_text(store))
     (current,) = facts_of(rag.list_memories("alice"))
@@ -1806,9 +1775,12 @@ def test_a_conversation_forgotten_while_a_newer_fact_is_stored_leaves_nothing_in
     assert rag.list_memories("alice") == []
 
 
-def test_a_late_take_back_leaves_a_fact_said_after_the_forget_in_the_same_conversation(
-    build: Callable[..., Any],
-) -> None:
+@pytest.mark.parametrize("then", ["t3", "t2"])
+def test_a_late_take_back_leaves_a_fact_said_since(build: Callable[..., Any], then: str) -> None:
+    """t2's fact lands, then its write is slow to return: meanwhile t2 is forgotten (t1's
+    fact comes back) and something newer on the subject is said, in another conversation
+    (t3) or in t2 again after erasing it. Taking back t2's fact must not take that one,
+    which is kept under the same subject."""
     model = ScriptedChatModel(
         replies=[REPLY],
         facts=[
@@ -1818,18 +1790,13 @@ def test_a_late_take_back_leaves_a_fact_said_after_the_forget_in_the_same_conver
         ],
     )
     store = _SlowFactStore("Runs PostgreSQL 15.", late=True)
-    rag = build(model=model, memory_store=store, memory_timeout=0.2)
-    rag.invoke(STATEMENT, cfg("alice", "t1"))
-    rag.drain_background(10)
-    rag.invoke(UPGRADE, cfg("alice", "t2"))
-    assert store.writing.wait(10)
+    rag = _upgrade_on_its_way(build, store, model)  # t2's fact is in, its write not back
     rag.forget("alice", thread_id="t2")
-    # the user goes on in t2 after erasing it: what they say now is kept
-    rag.invoke("We moved to PostgreSQL 16 this morning. Anything to watch?", cfg("alice", "t2"))
+    rag.invoke("We moved to PostgreSQL 16 this morning. Anything to watch?", cfg("alice", then))
     rag.drain_background(10)
     store.settle(lambda: False)
     (current,) = facts_of(rag.list_memories("alice"))
-    assert current["text"] == "Runs PostgreSQL 16." and current["thread_id"] == "t2"
+    assert current["text"] == "Runs PostgreSQL 16." and current["thread_id"] == then
     assert "PostgreSQL 15" not in stored_text(store)
 
 
