@@ -58,6 +58,7 @@ __all__ = [
     "Recall",
     "RecallRequest",
     "fact_text",
+    "history_after",
     "history_threads",
     "memory_info",
     "newest_per_key",
@@ -334,6 +335,17 @@ class MemoryBackend(Protocol):
         self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
     ) -> int: ...
 
+    def take_back(
+        self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]
+    ) -> None:
+        """Undo what a ``forget`` of ``forgotten`` conversations (None: all the user's)
+        overtook: the memories ``stored`` said in one go, and the others lose those
+        conversations' words from their histories (see ``PlannedBackend._take_back``)."""
+
+    async def atake_back(
+        self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]
+    ) -> None: ...
+
 
 class PlannedBackend(ABC):
     """The ``MemoryBackend`` API over a backend's plans (see ``memory._plan``).
@@ -459,9 +471,57 @@ class PlannedBackend(ABC):
     ) -> int:
         return await arun(self._forget(user_id, memory_id, thread_id))
 
+    def take_back(
+        self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]
+    ) -> None:
+        run(self._take_back(user_id, stored, forgotten))
+
+    async def atake_back(
+        self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]
+    ) -> None:
+        await arun(self._take_back(user_id, stored, forgotten))
+
+    def _take_back(
+        self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]
+    ) -> Plan[None]:
+        """A write a ``forget`` overtook, set right: of the memories it ``stored``, those
+        said in a ``forgotten`` conversation go, and the rest lose the words of such a one
+        (a fact it replaced, read before it was forgotten) from their histories. Only where
+        each is still what the write stored (by id and ``written_us``): a fact is kept under
+        its subject, which may hold one said since, and that one stays."""
+        mine = {(h.id, h.metadata.get("written_us")) for h in stored}
+        listed = yield from self._list(user_id)
+        ours = [h for h in listed if (h.id, h.metadata.get("written_us")) in mine]
+        gone = [h.id for h in ours if None in forgotten or h.thread_id in forgotten]
+        histories = {
+            h.id: [e for e in _history_of(h) if _thread_of(e) not in forgotten]
+            for h in ours
+            if h.id not in gone and history_threads(h) & set(forgotten)
+        }
+        if histories:
+            yield from self._rewrite_history(user_id, histories)
+        if gone:
+            yield self._delete(user_id, gone)
+
 
 #: What a fact's ``history`` keeps of each fact it replaced: enough to put it back whole.
 HISTORY_FIELDS = ("text", "at", "thread_id", "title", "sources", "message_ids")
+
+
+def history_after(
+    earlier: Sequence[dict[str, Any]], older: Mapping[str, Any] | None, record: ConversationRecord
+) -> builtins.list[dict[str, Any]]:
+    """The history of the fact ``record`` writes over ``older`` (its ``HISTORY_FIELDS``;
+    None: there is none): the older one's (``earlier``), then the older one itself, also
+    when another conversation said the same (forgetting this one must leave that one), but
+    not when its own conversation says it again. With no older one, the history ``record``
+    brings (a fact put back has one)."""
+    if older is None:
+        return list(record.history)
+    said = (str(older.get("text") or ""), str(older.get("thread_id") or ""))
+    if said == (record.text, record.thread_id):
+        return list(earlier)
+    return [*earlier, {k: older.get(k) for k in HISTORY_FIELDS}]
 
 
 def replaced_facts(

@@ -33,6 +33,7 @@ from retrievalagent.memory._base import (
     MemoryHit,
     PlannedBackend,
     fact_text,
+    history_after,
     kind_of,
     newest_said_first,
     recall_of,
@@ -468,24 +469,20 @@ class Mem0Backend(PlannedBackend):
             metadata["speakers"] = record.speakers
         if record.place:
             metadata["place"] = record.place
-        # a replaced fact goes into the new one's history (unless the same conversation
-        # said the same again); a fact put back (``replaced_facts``) brings the history it had
-        history = list(replaced[0].metadata.get("history") or [] if replaced else record.history)
-        if replaced and (replaced[0].text, replaced[0].thread_id) != (
-            record.text,
-            record.thread_id,
-        ):
-            older = replaced[0]
-            history.append(
-                {
-                    "text": older.text,
-                    "at": older.at,
-                    "thread_id": older.thread_id,
-                    "title": older.metadata.get("title") or "",
-                    "sources": older.sources,
-                    "message_ids": older.metadata.get("message_ids") or [],
-                }
-            )
+        older = replaced[0] if replaced else None
+        history = history_after(
+            older.metadata.get("history") or [] if older else [],
+            {
+                **older.metadata,
+                "text": older.text,
+                "at": older.at,
+                "thread_id": older.thread_id,
+                "sources": older.sources,
+            }
+            if older
+            else None,
+            record,
+        )
         if history:
             metadata["history"] = history
         return metadata

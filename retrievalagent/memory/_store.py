@@ -45,10 +45,10 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 from retrievalagent._threads import in_thread
 from retrievalagent.index import LexicalEncoder
 from retrievalagent.memory._base import (
-    HISTORY_FIELDS,
     PREFERENCE,
     MemoryHit,
     PlannedBackend,
+    history_after,
     kind_of,
     newest_said_first,
     recall_of,
@@ -721,14 +721,7 @@ class StoreBackend(PlannedBackend):
 
 
 def _history(older: Item | None, record: ConversationRecord) -> list[dict[str, Any]]:
-    """A fact's history: the older one's, then the older one itself (also when another
-    conversation said the same: forgetting this one must leave that one); with no older
-    one, the history ``record`` brings (a fact put back has one)."""
+    """The history of the fact ``record`` writes over the item ``older`` holds."""
     if older is None:
-        return list(record.history)
-    earlier = list(older.value.get("history") or [])
-    if str(older.value.get("text", "")) == record.text and (
-        str(older.value.get("thread_id") or "") == record.thread_id
-    ):
-        return earlier
-    return [*earlier, {k: older.value.get(k) for k in HISTORY_FIELDS}]
+        return history_after([], None, record)
+    return history_after(older.value.get("history") or [], older.value, record)

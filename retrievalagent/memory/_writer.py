@@ -127,17 +127,6 @@ class ConversationWriter:
             lambda: memory.aadd_conversations(records),
         )
 
-    def _take_back(self, user_id: str, stored: list[MemoryHit], thread_id: str) -> Plan[None]:
-        """Erase what this write stored where it still is what it stored: a fact is kept
-        under its subject, which may hold one said since (in another conversation, or in
-        this one after the ``forget``), and that one stays."""
-        memory = self.memory
-        ours = {(h.id, h.metadata.get("written_us")) for h in stored}
-        listed = yield IO(lambda: memory.list(user_id), lambda: memory.alist(user_id))
-        for hit in listed:
-            if (hit.id, hit.metadata.get("written_us")) in ours and hit.thread_id == thread_id:
-                yield _forgetting(memory, user_id, hit.id, thread_id)
-
     def store_now(
         self, records: list[ConversationRecord], ticket: int | None = None
     ) -> list[MemoryHit]:
@@ -166,15 +155,18 @@ class ConversationWriter:
             return []
         stored: list[MemoryHit] = list((yield self.store(records)))
         forgotten = self._forgets.threads(ticket, user) if ticket is not None else set()
-        if not forgotten & {None, thread}:
-            # another conversation forgotten while this was stored: a fact of it that this
-            # write read and replaced is now in the new fact's history; that forget is made
-            # again, so it reaches there too
-            again = {t for h in stored for t in history_threads(h)} & forgotten
-            for other in sorted(t for t in again if t is not None):
-                yield _forgetting(self.memory, user, None, other)
+        taken = bool(forgotten & {None, thread})
+        if not taken and not {t for h in stored for t in history_threads(h)} & forgotten:
             return stored
-        yield from self._take_back(user, stored, thread)
+        # a forget overtook this write: what it stored of a forgotten conversation goes, and
+        # so do the words of one it read (a fact it replaced, now in the new one's history)
+        memory = self.memory
+        yield IO(
+            lambda: memory.take_back(user, stored, forgotten),
+            lambda: memory.atake_back(user, stored, forgotten),
+        )
+        if not taken:
+            return stored
         # a fact stored here that replaced one said in a conversation still kept: that one
         # goes back, as the forget of this conversation alone would have left it
         if None not in forgotten:
@@ -257,13 +249,6 @@ class ConversationWriter:
             form="extract",
             messages=[m for r in whole for m in r.messages],
         )
-
-
-def _forgetting(memory: MemoryBackend, user_id: str, memory_id: str | None, thread_id: str) -> IO:
-    return IO(
-        lambda: memory.forget(user_id, memory_id, thread_id),
-        lambda: memory.aforget(user_id, memory_id, thread_id),
-    )
 
 
 def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str]) -> IO:
