@@ -2722,15 +2722,19 @@ def test_words_typed_full_width_are_found_as_typed() -> None:
     assert "INC-20931" in first["text"]
 
 
-def test_a_time_in_utc_may_end_in_a_lower_case_z() -> None:
-    """RFC 3339 allows "z" for "Z"."""
+def remembered_at(at: str, user: str) -> tuple[Any, dict[str, Any]]:
+    """An offline agent that remembered one line of ``user`` said at ``at``, and what it
+    stored of it."""
     rag = make_offline_store_agent()
     (stored,) = rag.remember(
-        [{"role": "user", "content": "The VPN dropped again."}],
-        user_id="d",
-        thread_id="x",
-        at="2026-03-14T09:30:00z",
+        [{"role": "user", "content": "An old note"}], user_id=user, thread_id="t", at=at
     )
+    return rag, stored
+
+
+def test_a_time_in_utc_may_end_in_a_lower_case_z() -> None:
+    """RFC 3339 allows "z" for "Z"."""
+    _, stored = remembered_at("2026-03-14T09:30:00z", "d")
     assert stored["at"].startswith("2026-03-14T09:30:00")
 
 
@@ -2815,13 +2819,7 @@ def test_a_user_message_without_content_is_an_error_naming_it() -> None:
 
 
 def test_a_conversation_from_the_first_millennium_keeps_its_date() -> None:
-    rag = make_offline_store_agent()
-    (stored,) = rag.remember(
-        [{"role": "user", "content": "An old note"}],
-        user_id="y",
-        thread_id="t",
-        at="0001-01-01T00:00:00Z",
-    )
+    rag, stored = remembered_at("0001-01-01T00:00:00Z", "y")
     assert stored["at"].startswith("0001-01-01T00:00:00")
     # shown to a user west of UTC, its day has no local form: it keeps its own, and the
     # turn answers (an OverflowError failed every later turn of the user)
