@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -1677,6 +1678,70 @@ def test_forgetting_where_a_newer_fact_was_said_brings_back_the_one_it_replaced(
     assert facts_of(rag.list_memories("alice")) == []
 
 
+class _DownEmbeddings(Embeddings):
+    """The agent's embedder, failing while ``down``: a remote embedding service gone away."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner, self.down = inner, False
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.down:
+            raise ConnectionError("injected: the embedding service is unreachable")
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class _WriteFails(InMemoryStore):
+    """A store whose writes of ``text`` fail while ``down``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text, self.down = text, False
+
+    def batch(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        if self.down and any(
+            isinstance(op, PutOp) and op.value and op.value.get("text") == self.text for op in ops
+        ):
+            raise ConnectionResetError(104, "injected: connection reset by peer")
+        return super().batch(ops)
+
+
+@pytest.mark.parametrize(
+    ("kind", "failing"), [("store", "embedder"), ("postgres", "embedder"), ("store", "store")]
+)
+def test_a_forget_that_fails_halfway_loses_no_fact_it_would_bring_back(
+    build: Callable[..., Any], minilm: Any, kind: str, failing: str
+) -> None:
+    """Forgetting t2 erases its fact and brings back t1's, which lives only in that fact's
+    history until then. When the embedder or the store fails on the way, the forget fails,
+    and t1's fact must still be there (retried, the forget then completes)."""
+    older = "Runs PostgreSQL 13 on Debian 11."
+    embeddings = _DownEmbeddings(minilm)
+    store = _WriteFails(older)
+    backend: dict[str, Any] = {"memory_store": store} if failing == "store" else {}
+    rag = build(
+        kind, model=upgrading_model(), checkpointer=MemorySaver(), embeddings=embeddings, **backend
+    )
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    embeddings.down = store.down = True
+    with pytest.raises((ConnectionError, OSError)):
+        rag.forget("alice", thread_id="t2")
+    embeddings.down = store.down = False
+    assert older in json.dumps(rag.list_memories("alice"))
+    rag.forget("alice", thread_id="t2")
+    listed = rag.list_memories("alice")
+    assert "PostgreSQL 15" not in json.dumps(listed), listed
+    (back,) = facts_of(listed)
+    assert back["text"] == older and back["thread_id"] == "t1"
+    state = rag.invoke("Which PostgreSQL version does my cluster run?", cfg("alice", "t3"))
+    assert any(line.endswith(f"] {older}") for line in conversation_lines(state.memory_context))
+
+
 class _SlowFactStore(InMemoryStore):
     """A store whose write of a fact takes over a second, long enough for a ``forget`` that
     stops waiting for it (``memory_timeout``) to run meanwhile: before the fact lands, or
@@ -1773,6 +1838,28 @@ def test_a_conversation_forgotten_while_a_newer_fact_is_stored_leaves_nothing_in
     assert "Debian 11" not in stored_text(store)
     rag.forget("alice", thread_id="t2")
     assert rag.list_memories("alice") == []
+
+
+def test_a_take_back_whose_put_back_fails_still_erases_what_was_forgotten(
+    build: Callable[..., Any], minilm: Any
+) -> None:
+    """t2's fact lands after t2 was forgotten; putting t1's fact back in its place fails
+    (the embedder is down): t2's words must go all the same."""
+    embeddings = _DownEmbeddings(minilm)
+    store = _SlowFactStore("Runs PostgreSQL 15.")
+    rag = build(
+        model=upgrading_model(), memory_store=store, memory_timeout=0.2, embeddings=embeddings
+    )
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.drain_background(10)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    assert store.writing.wait(10)  # embedded, and being written
+    rag.forget("alice", thread_id="t2")
+    embeddings.down = True
+    store.settle(lambda: "PostgreSQL 15" not in stored_text(store))
+    embeddings.down = False
+    assert "PostgreSQL 15" not in stored_text(store)
+    assert "PostgreSQL 15" not in json.dumps(rag.list_memories("alice"))
 
 
 @pytest.mark.parametrize("then", ["t3", "t2"])

@@ -418,10 +418,15 @@ class PlannedBackend(ABC):
             if histories:
                 yield from self._rewrite_history(user_id, histories)
             put_back = replaced_facts([h for h in hits if h.id in ids], user_id, {thread_id})
-        if ids:
-            yield self._delete(user_id, ids)
+        # the facts put back first, over the ones they replaced where a backend keeps a fact
+        # under its subject: a failure on the way (the embedder, the store) leaves the older
+        # fact in the newer one's history, never nowhere
+        overwritten: set[str] = set()
         if put_back:
-            yield from self._add_conversations(put_back)
+            overwritten = {h.id for h in (yield from self._add_conversations(put_back))}
+        erased = [i for i in ids if i not in overwritten]
+        if erased:
+            yield self._delete(user_id, erased)
         return len(ids)
 
     def recall(self, request: RecallRequest) -> Recall:
@@ -559,6 +564,7 @@ def replaced_facts(
                 key=str(hit.metadata.get("memory_key") or hit.id),
                 restores=True,
                 history=earlier[:-1],
+                in_place_of=(hit.id, hit.metadata.get("written_us")),
             )
         )
     return out

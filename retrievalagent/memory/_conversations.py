@@ -125,11 +125,19 @@ class ConversationRecord:
     #: Where the exchange stands in its conversation (0: first), which recall reads to know
     #: what was said just before it (the exchanges of one import share their time).
     place: int = 0
-    #: A fact put back (``replaced_facts``: the newer fact that replaced it went with its
-    #: conversation): stored only where no fact holds its key (one said since comes first),
-    #: with the history it had.
+    #: A fact put back (``replaced_facts``: the newer fact that replaced it goes with its
+    #: conversation): stored only where no fact holds its key (one said since comes first)
+    #: but the one it takes the place of, with the history it had.
     restores: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: The fact a put-back takes the place of, by id and ``written_us``: the one being
+    #: erased, which holds the subject until the put-back is stored over it (so that no
+    #: failure between the two leaves neither).
+    in_place_of: tuple[str, Any] | None = None
+
+    def takes_place_of(self, memory_id: str, written_us: Any) -> bool:
+        """Whether this put-back may be stored over the memory ``memory_id`` holds."""
+        return self.restores and self.in_place_of == (memory_id, written_us)
 
     def value(self, written: str) -> dict[str, Any]:
         """The record as a store item's value (without its vector)."""

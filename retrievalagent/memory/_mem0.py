@@ -432,11 +432,17 @@ class Mem0Backend(PlannedBackend):
             for record in mine:
                 if record.form == "exchange" and record.key in older and not record.replaces:
                     continue
-                if record.restores and older.get(record.key):
+                held = [
+                    h
+                    for h in older.get(record.key, [])
+                    if not record.takes_place_of(h.id, h.metadata.get("written_us"))
+                ]
+                if record.restores and held:
                     continue  # a fact said since takes the place of one put back
                 if record.form == "extract" and not self.infer_conversations:
                     continue
-                replaced = older.get(record.key, []) if record.key else []
+                # a put-back goes in beside the fact it replaces, which its forget erases
+                replaced = older.get(record.key, []) if record.key and not record.restores else []
                 metadata = self._conversation_metadata(record, replaced)
                 added = yield self._add_conversation(record, user, metadata)
                 stored += self._hits(_with_metadata(added, metadata), user, "stored")

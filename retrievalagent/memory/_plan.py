@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["IO", "Plan", "arun", "run"]
+__all__ = ["IO", "Plan", "arun", "attempt", "run"]
 
 T = TypeVar("T")
 
@@ -49,3 +49,22 @@ async def arun(plan: Plan[T]) -> T:
     except StopIteration as done:
         value: T = done.value
         return value
+
+
+def attempt(step: IO) -> IO:
+    """``step``, handing back the exception it raises instead of raising it: for a plan
+    that must go on (and raise it after) when one step fails."""
+
+    def sync() -> Any:
+        try:
+            return step.sync()
+        except Exception as exc:
+            return exc
+
+    async def async_() -> Any:
+        try:
+            return await step.async_()
+        except Exception as exc:
+            return exc
+
+    return IO(sync, async_)

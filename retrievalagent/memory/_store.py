@@ -628,14 +628,22 @@ class StoreBackend(PlannedBackend):
             r
             for r in records
             if (
-                r.thread_id in kept and r.key not in found
+                r.thread_id in kept
+                and (
+                    r.key not in found
+                    or r.takes_place_of(r.key, found[r.key].value.get("written_us"))
+                )
                 if r.restores
                 else r.key not in found or r.form == "fact" or r.replaces
             )
         ]
         if not records:
             return []
-        older = {r.key: found[r.key] for r in records if r.key in found and r.form == "fact"}
+        older = {
+            r.key: found[r.key]
+            for r in records
+            if r.key in found and r.form == "fact" and not r.restores
+        }
         vectors, parts = yield from self._embed_said([r.said or r.text for r in records])
         now = datetime.now(timezone.utc)
         values = {}
