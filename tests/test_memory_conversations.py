@@ -33,7 +33,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.checkpoint.memory import MemorySaver
-from langgraph.store.base import PutOp
+from langgraph.store.base import GetOp, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from retrievalagent import ConfigError
@@ -1838,6 +1838,50 @@ def test_a_conversation_forgotten_while_a_newer_fact_is_stored_leaves_nothing_in
     assert "Debian 11" not in stored_text(store)
     rag.forget("alice", thread_id="t2")
     assert rag.list_memories("alice") == []
+
+
+class _HeldRewrite(InMemoryStore):
+    """A store on which the thread ``held_thread`` stops before rewriting a history (its
+    batch of ``GetOp`` only) until ``go`` is set."""
+
+    def __init__(self, held_thread: str) -> None:
+        super().__init__()
+        self.held_thread, self.go, self.holding = held_thread, threading.Event(), threading.Event()
+
+    def batch(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        if (
+            threading.current_thread().name == self.held_thread
+            and ops
+            and all(isinstance(op, GetOp) and op.namespace[0] == "conversations" for op in ops)
+        ):
+            self.holding.set()
+            self.go.wait(10)
+        return super().batch(ops)
+
+
+def test_two_forgets_of_one_user_at_once_leave_nothing_of_either_conversation(
+    build: Callable[..., Any],
+) -> None:
+    """The user erases t1 and t2 at once (two requests). t2's fact replaced t1's: the forget
+    of t2 puts t1's fact back while the forget of t1, which read the memories before, is
+    rewriting t2's fact's history. Whatever the order, nothing of t1 or t2 may remain."""
+    store = _HeldRewrite("forget-t1")
+    rag = build(model=upgrading_model(), memory_store=store, checkpointer=MemorySaver())
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    first = threading.Thread(target=rag.forget, args=("alice",), kwargs={"thread_id": "t1"})
+    first.name = "forget-t1"
+    first.start()
+    assert store.holding.wait(10)  # t1's forget has read, and is about to rewrite
+    threading.Timer(1.0, store.go.set).start()  # let it go on, if t2's forget waits for it
+    rag.forget("alice", thread_id="t2")
+    store.go.set()
+    first.join(10)
+    assert not first.is_alive()
+    assert facts_of(rag.list_memories("alice")) == []
+    assert "Debian 11" not in stored_text(store) and "PostgreSQL 15" not in stored_text(store)
 
 
 def test_a_take_back_whose_put_back_fails_still_erases_what_was_forgotten(

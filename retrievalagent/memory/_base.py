@@ -42,6 +42,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrievalagent._inputs import check_id
 from retrievalagent.memory._conversations import ConversationRecord
+from retrievalagent.memory._locks import user_locks
 from retrievalagent.memory._plan import IO, Plan, arun, run
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import CLOCK_SKEW, TimeRef, iso
@@ -466,25 +467,35 @@ class PlannedBackend(ABC):
     ) -> builtins.list[MemoryHit]:
         return await arun(self._add_conversations(records)) if records else []
 
+    def _engine(self) -> Any:
+        """The object that holds the memories (agents over one share its user locks)."""
+        return self
+
+    # A forget or a take-back reads the user's memories, then writes from what it read:
+    # two of one user take turns (``memory._locks``)
     def forget(
         self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
     ) -> int:
-        return run(self._forget(user_id, memory_id, thread_id))
+        with user_locks(self._engine()).held(user_id):
+            return run(self._forget(user_id, memory_id, thread_id))
 
     async def aforget(
         self, user_id: str, memory_id: str | None = None, thread_id: str | None = None
     ) -> int:
-        return await arun(self._forget(user_id, memory_id, thread_id))
+        async with user_locks(self._engine()).aheld(user_id):
+            return await arun(self._forget(user_id, memory_id, thread_id))
 
     def take_back(
         self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]
     ) -> None:
-        run(self._take_back(user_id, stored, forgotten))
+        with user_locks(self._engine()).held(user_id, "taking back a write"):
+            run(self._take_back(user_id, stored, forgotten))
 
     async def atake_back(
         self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]
     ) -> None:
-        await arun(self._take_back(user_id, stored, forgotten))
+        async with user_locks(self._engine()).aheld(user_id, "taking back a write"):
+            await arun(self._take_back(user_id, stored, forgotten))
 
     def _take_back(
         self, user_id: str, stored: builtins.list[MemoryHit], forgotten: Collection[str | None]

@@ -507,6 +507,9 @@ class Mem0Backend(PlannedBackend):
         return self._call("add", messages, **kwargs)
 
     # -- list / forget -------------------------------------------------------------------
+    def _engine(self) -> Any:
+        return self.memory
+
     def _list(self, user_id: str) -> Plan[list[MemoryHit]]:
         hits = yield from self._everything(mem0_user(user_id))
         return newest_said_first(hits)

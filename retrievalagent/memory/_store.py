@@ -279,6 +279,9 @@ class StoreBackend(PlannedBackend):
         self.conversations = IndexCache(encoder or LexicalEncoder())
         self.fuser = fuser or memory_fuser()
 
+    def _engine(self) -> Any:
+        return self.store
+
     @staticmethod
     def namespace(user_id: str, kind: str = NAMESPACE) -> tuple[str, str]:
         """The namespace of a user's memories: one label per user, whatever the id holds.

@@ -1,0 +1,103 @@
+"""One lock per user of a memory engine, for calls that must not interleave.
+
+Two ``forget`` calls of one user (two conversations erased at once, from two requests)
+each read the user's memories, then write from what they read: one puts back a fact the
+other is erasing, or rewrites a history the other has just changed, and what was forgotten
+comes back. They take turns instead. The locks are kept per engine (the LangGraph store,
+the mem0 instance), so agents sharing one share them; they serialize one process only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from weakref import WeakKeyDictionary
+
+__all__ = ["UserLocks", "user_locks"]
+
+#: How long a call waits for another one of the same user before it gives up.
+WAIT_SECONDS = 120.0
+#: How often a coroutine looks whether the lock is free (it never blocks its loop).
+_POLL_SECONDS = 0.005
+
+
+class UserLocks:
+    """A lock per user id, made when first asked for and dropped when nobody holds it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+
+    def _take(self, user_id: str) -> threading.Lock:
+        with self._guard:
+            lock, users = self._locks.get(user_id, (threading.Lock(), 0))
+            self._locks[user_id] = (lock, users + 1)
+            return lock
+
+    def _leave(self, user_id: str) -> None:
+        with self._guard:
+            lock, users = self._locks[user_id]
+            if users > 1:
+                self._locks[user_id] = (lock, users - 1)
+            else:
+                del self._locks[user_id]
+
+    @contextlib.contextmanager
+    def held(self, user_id: str, what: str = "a forget") -> Iterator[None]:
+        lock = self._take(user_id)
+        try:
+            if not lock.acquire(timeout=WAIT_SECONDS):
+                raise TimeoutError(_busy(what))
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            self._leave(user_id)
+
+    @contextlib.asynccontextmanager
+    async def aheld(self, user_id: str, what: str = "a forget") -> AsyncIterator[None]:
+        """:meth:`held` for a coroutine: it polls, so that a loop is never blocked and a
+        cancelled coroutine never holds the lock."""
+        lock = self._take(user_id)
+        try:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not lock.acquire(blocking=False):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(_busy(what))
+                await asyncio.sleep(_POLL_SECONDS)
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            self._leave(user_id)
+
+
+def _busy(what: str) -> str:
+    return (
+        f"{what} of this user's memory waited {WAIT_SECONDS:g}s for another one of the same "
+        "user to finish; nothing was changed, try again"
+    )
+
+
+_OF_ENGINE: WeakKeyDictionary[Any, UserLocks] = WeakKeyDictionary()
+#: Engines that cannot be weakly referenced or hashed, by id (a reused id only shares locks).
+_OF_ID: dict[int, UserLocks] = {}
+_OF_ENGINE_GUARD = threading.Lock()
+
+
+def user_locks(engine: Any) -> UserLocks:
+    """The user locks of a memory engine (one set per engine object)."""
+    with _OF_ENGINE_GUARD:
+        try:
+            locks = _OF_ENGINE.get(engine)
+            if locks is None:
+                locks = _OF_ENGINE[engine] = UserLocks()
+        except TypeError:
+            locks = _OF_ID.setdefault(id(engine), UserLocks())
+        return locks
