@@ -38,6 +38,7 @@ from langgraph.store.memory import InMemoryStore
 
 from retrievalagent import ConfigError
 from retrievalagent.memory import Mem0Backend
+from retrievalagent.memory._locks import UserLocks
 from retrievalagent.types import Grade
 from tests.faults import FaultPlan, FaultyAsyncMem0, FaultyStore
 from tests.support.chat import ScriptedChatModel, prompt_text, question_of, system_text
@@ -1882,6 +1883,36 @@ def test_two_forgets_of_one_user_at_once_leave_nothing_of_either_conversation(
     assert not first.is_alive()
     assert facts_of(rag.list_memories("alice")) == []
     assert "Debian 11" not in stored_text(store) and "PostgreSQL 15" not in stored_text(store)
+
+
+async def test_a_forget_cancelled_while_it_waits_for_another_leaves_the_user_free() -> None:
+    """An ``aforget`` waiting for another forget of the same user is cancelled (a request
+    dropped): it must not keep the user locked, nor block the event loop while it waits."""
+    locks = UserLocks()
+    ticks = 0
+
+    async def forget() -> None:
+        async with locks.aheld("alice"):
+            pass
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    ticker = asyncio.create_task(tick())
+    with locks.held("alice"):  # another forget of alice is running
+        waiting = asyncio.create_task(forget())
+        await asyncio.sleep(0.2)
+        assert not waiting.done() and ticks >= 5  # it waits; the loop runs on
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+    await asyncio.wait_for(forget(), 1)  # free again, for async and sync callers alike
+    with locks.held("alice"):
+        pass
+    ticker.cancel()
 
 
 def test_a_take_back_whose_put_back_fails_still_erases_what_was_forgotten(

@@ -47,35 +47,42 @@ class UserLocks:
                 del self._locks[user_id]
 
     @contextlib.contextmanager
-    def held(self, user_id: str, what: str = "a forget") -> Iterator[None]:
+    def _entry(self, user_id: str) -> Iterator[threading.Lock]:
+        """The user's lock, kept while a caller waits for it or holds it."""
         lock = self._take(user_id)
         try:
-            if not lock.acquire(timeout=WAIT_SECONDS):
-                raise TimeoutError(_busy(what))
-            try:
-                yield
-            finally:
-                lock.release()
+            yield lock
         finally:
             self._leave(user_id)
+
+    @contextlib.contextmanager
+    def held(self, user_id: str, what: str = "a forget") -> Iterator[None]:
+        with self._entry(user_id) as lock:
+            if not lock.acquire(timeout=WAIT_SECONDS):
+                raise TimeoutError(_busy(what))
+            with _releasing(lock):
+                yield
 
     @contextlib.asynccontextmanager
     async def aheld(self, user_id: str, what: str = "a forget") -> AsyncIterator[None]:
         """:meth:`held` for a coroutine: it polls, so that a loop is never blocked and a
         cancelled coroutine never holds the lock."""
-        lock = self._take(user_id)
-        try:
+        with self._entry(user_id) as lock:
             deadline = time.monotonic() + WAIT_SECONDS
             while not lock.acquire(blocking=False):
                 if time.monotonic() > deadline:
                     raise TimeoutError(_busy(what))
                 await asyncio.sleep(_POLL_SECONDS)
-            try:
+            with _releasing(lock):
                 yield
-            finally:
-                lock.release()
-        finally:
-            self._leave(user_id)
+
+
+@contextlib.contextmanager
+def _releasing(lock: threading.Lock) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _busy(what: str) -> str:
