@@ -597,6 +597,7 @@ def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -
             None,
             r"message 0 has no 'role' \(it has 'speaker', 'text'\); expected OpenAI-style",
         ),
+        ([{"role": None, "content": "hi"}], None, r"message 0 has an empty 'role' \(None\)"),
     ],
 )
 def test_remember_refuses_bad_input_naming_the_problem(
@@ -1915,6 +1916,91 @@ async def test_a_forget_cancelled_while_it_waits_for_another_leaves_the_user_fre
     ticker.cancel()
 
 
+def _said(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def test_two_imports_of_one_user_at_once_keep_both_facts(build: Callable[..., Any]) -> None:
+    """January's import is writing its fact while February's, on the same subject, starts:
+    February's must find January's and keep it in its history, not write past it."""
+    store = _SlowFactStore("Runs PostgreSQL 13 on Debian 11.")
+    rag = build(model=upgrading_model(), memory_store=store)
+    january = threading.Thread(
+        target=rag.remember,
+        args=(_said(STATEMENT),),
+        kwargs={"user_id": "alice", "thread_id": "jan", "at": "2026-01-05T09:00:00Z"},
+    )
+    january.start()
+    assert store.writing.wait(10)  # its fact is being written
+    rag.remember(_said(UPGRADE), user_id="alice", thread_id="feb", at="2026-02-05T09:00:00Z")
+    january.join(10)
+    (current,) = facts_of(rag.list_memories("alice"))
+    assert current["text"] == "Runs PostgreSQL 15." and current["thread_id"] == "feb"
+    assert [(h["text"], h["thread_id"]) for h in current["history"]] == [
+        ("Runs PostgreSQL 13 on Debian 11.", "jan")
+    ]
+
+
+def test_an_older_conversation_imported_later_does_not_replace_the_newer_fact(
+    build: Callable[..., Any],
+) -> None:
+    """A history imported out of order (February's chat, then January's): the newer fact
+    stays current, the older one goes into its history, and comes back if February's
+    conversation is forgotten."""
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 15.", 0),
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+        ],
+    )
+    rag = build(model=model)
+    rag.remember(_said(UPGRADE), user_id="alice", thread_id="feb", at="2026-02-05T09:00:00Z")
+    rag.remember(_said(STATEMENT), user_id="alice", thread_id="jan", at="2026-01-05T09:00:00Z")
+    (current,) = facts_of(rag.list_memories("alice"))
+    assert current["text"] == "Runs PostgreSQL 15." and current["thread_id"] == "feb"
+    assert [h["thread_id"] for h in current["history"]] == ["jan"]
+    hits = rag.recall("Which PostgreSQL version does my cluster run now?", user_id="alice")
+    texts = [h["text"] for h in hits]
+    assert "Runs PostgreSQL 15." in texts and "Runs PostgreSQL 13 on Debian 11." not in texts
+    rag.forget("alice", thread_id="feb")
+    (back,) = facts_of(rag.list_memories("alice"))
+    assert back["text"] == "Runs PostgreSQL 13 on Debian 11." and back["thread_id"] == "jan"
+
+
+def test_a_conversation_forgotten_while_another_is_imported_leaves_nothing_of_it(
+    build: Callable[..., Any],
+) -> None:
+    """March's import read February's fact (which it replaces) and is writing when
+    February's conversation is forgotten: February's words must not live on in March's
+    fact's history, and March's fact must not be lost to the put-back of January's."""
+    model = ScriptedChatModel(
+        replies=[REPLY],
+        facts=[
+            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
+            fact("database", "Runs PostgreSQL 15.", 0),
+            fact("database", "Runs PostgreSQL 16.", 0),
+        ],
+    )
+    store = _SlowFactStore("Runs PostgreSQL 16.")
+    rag = build(model=model, memory_store=store)
+    rag.remember(_said(STATEMENT), user_id="alice", thread_id="jan", at="2026-01-05T09:00:00Z")
+    rag.remember(_said(UPGRADE), user_id="alice", thread_id="feb", at="2026-02-05T09:00:00Z")
+    march = threading.Thread(
+        target=rag.remember,
+        args=(_said("We moved to PostgreSQL 16 this morning."),),
+        kwargs={"user_id": "alice", "thread_id": "mar", "at": "2026-03-05T09:00:00Z"},
+    )
+    march.start()
+    assert store.writing.wait(10)
+    rag.forget("alice", thread_id="feb")
+    march.join(10)
+    assert "PostgreSQL 15" not in stored_text(store)
+    (current,) = facts_of(rag.list_memories("alice"))
+    assert current["text"] == "Runs PostgreSQL 16." and current["thread_id"] == "mar"
+    assert [h["thread_id"] for h in current["history"]] == ["jan"]
+
+
 def test_a_take_back_whose_put_back_fails_still_erases_what_was_forgotten(
     build: Callable[..., Any], minilm: Any
 ) -> None:
@@ -2469,6 +2555,12 @@ PASTED = [
     ("Mein Passwort lautet Sonnenblume42", "Sonnenblume42"),
     ("Kennwort lautet: Sonnenblume42.", "Sonnenblume42"),
     ("user bob pass Hunter2x", "Hunter2x"),
+    # a payment card pasted whole: its number (in groups or not) and its code
+    ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "1111 1111"),
+    ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "cvv 123"),
+    ("card 5500-0000-0000-0004, CVC2: 4821", "0000-0004"),
+    ("card 5500-0000-0000-0004, CVC2: 4821", "4821"),
+    ("pay with 378282246310005 please", "378282246310005"),
 ]
 
 
@@ -2490,6 +2582,11 @@ def test_common_secret_shapes_are_never_kept(pasted: str, secret: str) -> None:
 
 #: Text about passwords, flags and ids that holds no secret.
 ORDINARY = [
+    # runs of digits that are no payment card (the wrong check digit or first digit)
+    "order 4111 1111 1111 1112 shipped",
+    "call me at +44 20 7946 0958",
+    "ISBN 9780306406157",
+    "build 1234567890123456 failed",
     "the password is expired",
     "the password for the prod db is expired",
     "the password for the prod db is too short",

@@ -61,11 +61,13 @@ __all__ = [
     "fact_text",
     "history_after",
     "history_threads",
+    "history_with",
     "memory_info",
     "newest_per_key",
     "newest_said_first",
     "recall_text",
     "replaced_facts",
+    "said_before",
     "user_id_from_config",
 ]
 
@@ -457,15 +459,23 @@ class PlannedBackend(ABC):
     async def alist(self, user_id: str) -> builtins.list[MemoryHit]:
         return await arun(self._list(user_id))
 
+    # A write of conversation memories reads what it replaces (a fact on the same subject)
+    # before it writes: two of one user, or one and a forget, take turns too
     def add_conversations(
         self, records: builtins.list[ConversationRecord]
     ) -> builtins.list[MemoryHit]:
-        return run(self._add_conversations(records)) if records else []
+        if not records:
+            return []
+        with user_locks(self._engine()).held_all(_users_of(records), "a memory write"):
+            return run(self._add_conversations(records))
 
     async def aadd_conversations(
         self, records: builtins.list[ConversationRecord]
     ) -> builtins.list[MemoryHit]:
-        return await arun(self._add_conversations(records)) if records else []
+        if not records:
+            return []
+        async with user_locks(self._engine()).aheld_all(_users_of(records), "a memory write"):
+            return await arun(self._add_conversations(records))
 
     def _engine(self) -> Any:
         """The object that holds the memories (agents over one share its user locks)."""
@@ -520,6 +530,10 @@ class PlannedBackend(ABC):
             yield self._delete(user_id, gone)
 
 
+def _users_of(records: Iterable[ConversationRecord]) -> builtins.list[str]:
+    return sorted({r.user_id for r in records})
+
+
 #: What a fact's ``history`` keeps of each fact it replaced: enough to put it back whole.
 HISTORY_FIELDS = ("text", "at", "thread_id", "title", "sources", "message_ids")
 
@@ -538,6 +552,34 @@ def history_after(
     if said == (record.text, record.thread_id):
         return list(earlier)
     return [*earlier, {k: older.get(k) for k in HISTORY_FIELDS}]
+
+
+def said_before(record: ConversationRecord, value: Mapping[str, Any]) -> bool:
+    """Whether the fact ``record`` was said before the stored fact ``value`` (both dated)."""
+    when = str(value.get("at") or "")
+    return bool(record.at and when) and record.at < when
+
+
+def history_with(
+    earlier: Sequence[dict[str, Any]], record: ConversationRecord
+) -> builtins.list[dict[str, Any]]:
+    """A fact's history (oldest first) with the fact ``record`` put in at its time: said
+    before the fact, in a conversation imported after its own. Once only: a conversation
+    saying the same again adds nothing."""
+    if any((e.get("text"), _thread_of(e)) == (record.text, record.thread_id) for e in earlier):
+        return list(earlier)
+    entry = {
+        "text": record.text,
+        "at": record.at,
+        "thread_id": record.thread_id,
+        "title": record.title,
+        "sources": record.sources,
+        "message_ids": record.message_ids,
+    }
+    place = next(
+        (i for i, e in enumerate(earlier) if str(e.get("at") or "") > record.at), len(earlier)
+    )
+    return [*earlier[:place], entry, *earlier[place:]]
 
 
 def replaced_facts(

@@ -217,8 +217,14 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
 def _check_role(role: str, message: Any, position: int) -> None:
     """``ValueError`` naming ``position`` for a message without a role a person speaks in."""
     if not role and isinstance(message, Mapping):  # a transcript of another shape
+        given = message.get("role")
+        problem = (
+            f"has no 'role' (it has {_keys(message)})"
+            if given is None and "role" not in message
+            else f"has an empty 'role' ({given!r})"
+        )
         raise ValueError(
-            f"message {position} has no 'role' (it has {_keys(message)}); "
+            f"message {position} {problem}; "
             "expected OpenAI-style {'role': 'user', 'content': '...', 'name': ...}"
         )
     if role not in _ROLES:

@@ -3,7 +3,9 @@
 Two ``forget`` calls of one user (two conversations erased at once, from two requests)
 each read the user's memories, then write from what they read: one puts back a fact the
 other is erasing, or rewrites a history the other has just changed, and what was forgotten
-comes back. They take turns instead. The locks are kept per engine (the LangGraph store,
+comes back. A write of a fact reads the one it replaces the same way: two imports at once
+lose one of their facts, and one beside a forget keeps forgotten words in a history or
+erases what it wrote. Forgets, take-backs and conversation writes of one user take turns. The locks are kept per engine (the LangGraph store,
 the mem0 instance), so agents sharing one share them; they serialize one process only.
 """
 
@@ -13,7 +15,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -75,6 +77,21 @@ class UserLocks:
                 await asyncio.sleep(_POLL_SECONDS)
             with _releasing(lock):
                 yield
+
+    @contextlib.contextmanager
+    def held_all(self, user_ids: Iterable[str], what: str) -> Iterator[None]:
+        """:meth:`held` for several users at once, taken in a fixed order (no deadlock)."""
+        with contextlib.ExitStack() as stack:
+            for user_id in sorted(set(user_ids)):
+                stack.enter_context(self.held(user_id, what))
+            yield
+
+    @contextlib.asynccontextmanager
+    async def aheld_all(self, user_ids: Iterable[str], what: str) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for user_id in sorted(set(user_ids)):
+                await stack.enter_async_context(self.aheld(user_id, what))
+            yield
 
 
 @contextlib.contextmanager

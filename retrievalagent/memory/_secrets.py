@@ -204,6 +204,11 @@ _PIN = re.compile(
       |alarm\s+code|cvv|cvc)\s*(?:[:=#]|\b(?i:is|was)\b)|PIN)\s*(?P<value>\d{3,12})\b""",
     re.VERBOSE,
 )
+# "cvv 123", "CVC2: 4821": a card's code, also with nothing between (a card pasted whole)
+_CARD_CODE = re.compile(r"\b(?i:cvv2?|cvc2?|csc)\s*[:=#]?\s*(?P<value>\d{3,4})\b")
+# a payment card's number: 13 to 19 digits, in groups or not, of a card network's first
+# digit (2 to 6), checked by its Luhn digit (``_card_number``): order and phone numbers fail
+_CARD_NUMBER = re.compile(r"(?<![\d\-.])[2-6](?:[ \-]?\d){12,18}(?![\d\-])")
 # a config line whose key names a secret by one of its words: "secret_key_base: ...",
 # "db-password-prod = ..." (YAML, INI, .env in lower case); judged by ``_config_secret``
 _CONFIG_LINE = re.compile(
@@ -862,6 +867,19 @@ def _masked_spans(
     return "".join([*parts, text[done:]]), count
 
 
+def _card_number(text: str) -> bool:
+    """Whether ``text`` is a payment card's number: its last digit is the Luhn check of the
+    rest (one random run of digits in ten passes, one with the wrong first digit none)."""
+    digits = [int(c) for c in text if c.isdigit()]
+    total = 0
+    for place, digit in enumerate(reversed(digits)):
+        if place % 2:
+            digit *= 2
+            digit -= 9 if digit > 9 else 0
+        total += digit
+    return total % 10 == 0
+
+
 def _random_looking(token: str) -> bool:
     mixed = any(c.islower() for c in token) and any(c.isupper() for c in token)
     if len(token) == 40 and any(c.isdigit() or c in "/+" for c in token):
@@ -929,6 +947,8 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         return m.group(0)[: m.start("value") - m.start(0)] + MASK + value[len(value) - kept :]
 
     text = _KNOWN_FORMATS.sub(masked, text)
+    text = _CARD_NUMBER.sub(lambda m: masked(m) if _card_number(m.group(0)) else m.group(0), text)
+    text = _CARD_CODE.sub(masked_value, text)
     text = _URL_PASSWORD.sub(masked_value, text)
     text = _ENV_SECRET.sub(masked_value, text)
     text = _CONFIG_LINE.sub(lambda m: masked_value(m) if _config_secret(m) else m.group(0), text)

@@ -49,10 +49,12 @@ from retrievalagent.memory._base import (
     MemoryHit,
     PlannedBackend,
     history_after,
+    history_with,
     kind_of,
     newest_said_first,
     recall_of,
     recall_text,
+    said_before,
     said_until,
 )
 from retrievalagent.memory._hybrid import (
@@ -647,8 +649,21 @@ class StoreBackend(PlannedBackend):
             for r in records
             if r.key in found and r.form == "fact" and not r.restores
         }
-        vectors, parts = yield from self._embed_said([r.said or r.text for r in records])
         now = datetime.now(timezone.utc)
+        # a fact said before the one now on its subject (an older conversation imported
+        # after a newer one) joins that one's history, in time order, and does not replace it
+        dated = {
+            r.key: {
+                **older[r.key].value,
+                "history": history_with(older[r.key].value.get("history") or [], r),
+                "written": iso(now),
+                "written_us": int(now.timestamp() * 1_000_000),
+            }
+            for r in records
+            if r.key in older and said_before(r, older[r.key].value)
+        }
+        records = [r for r in records if r.key not in dated]
+        vectors, parts = yield from self._embed_said([r.said or r.text for r in records])
         values = {}
         for record, vector, its_parts in zip(records, vectors, parts, strict=True):
             value = record.value(iso(now))
@@ -659,9 +674,13 @@ class StoreBackend(PlannedBackend):
                 value["part_vectors"] = _pack_parts(its_parts)
             values[record.key] = value
         stamp = _stamp()
-        ops: list[Any] = [PutOp(ns, key, value, index=False) for key, value in values.items()]
+        ops: list[Any] = [
+            PutOp(ns, key, value, index=False) for key, value in {**values, **dated}.items()
+        ]
         yield self._batch([*ops, PutOp(stamps_ns, "added", stamp, index=False)])
         read_token = _token(read[0], stamps_ns, "added")
+        if dated:  # a history changed: the user's memories are read again at the next recall
+            self.conversations.drop(user_id)
         self._cache_written(user_id, values, vectors, parts, read_token, stamp["token"])
         return [_value_hit(key, value, 1.0, "stored") for key, value in values.items()]
 
