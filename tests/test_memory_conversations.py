@@ -1568,16 +1568,12 @@ def fact(subject: str, text: str, *turns: int) -> dict[str, Any]:
     return {"facts": [{"subject": subject, "fact": text, "turns": list(turns)}]}
 
 
-def upgrading_model() -> ScriptedChatModel:
+def upgrading_model(then: str | None = None) -> ScriptedChatModel:
     """A model that draws "Runs PostgreSQL 13 on Debian 11." from the user's first turn and
-    "Runs PostgreSQL 15." (same subject: it replaces the first) from the next."""
-    return ScriptedChatModel(
-        replies=[REPLY],
-        facts=[
-            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
-            fact("database", "Runs PostgreSQL 15.", 0),
-        ],
-    )
+    "Runs PostgreSQL 15." (same subject: it replaces the first) from the next, and ``then``
+    from the third."""
+    texts = ["Runs PostgreSQL 13 on Debian 11.", "Runs PostgreSQL 15.", *([then] if then else [])]
+    return ScriptedChatModel(replies=[REPLY], facts=[fact("database", t, 0) for t in texts])
 
 
 def facts_of(memories: list[Any]) -> list[Any]:
@@ -1974,14 +1970,7 @@ def test_a_conversation_forgotten_while_another_is_imported_leaves_nothing_of_it
     """March's import read February's fact (which it replaces) and is writing when
     February's conversation is forgotten: February's words must not live on in March's
     fact's history, and March's fact must not be lost to the put-back of January's."""
-    model = ScriptedChatModel(
-        replies=[REPLY],
-        facts=[
-            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
-            fact("database", "Runs PostgreSQL 15.", 0),
-            fact("database", "Runs PostgreSQL 16.", 0),
-        ],
-    )
+    model = upgrading_model(then="Runs PostgreSQL 16.")
     store = _SlowFactStore("Runs PostgreSQL 16.")
     rag = build(model=model, memory_store=store)
     rag.remember(_said(STATEMENT), user_id="alice", thread_id="jan", at="2026-01-05T09:00:00Z")
@@ -2029,14 +2018,7 @@ def test_a_late_take_back_leaves_a_fact_said_since(build: Callable[..., Any], th
     fact comes back) and something newer on the subject is said, in another conversation
     (t3) or in t2 again after erasing it. Taking back t2's fact must not take that one,
     which is kept under the same subject."""
-    model = ScriptedChatModel(
-        replies=[REPLY],
-        facts=[
-            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
-            fact("database", "Runs PostgreSQL 15.", 0),
-            fact("database", "Runs PostgreSQL 16.", 0),
-        ],
-    )
+    model = upgrading_model(then="Runs PostgreSQL 16.")
     store = _SlowFactStore("Runs PostgreSQL 15.", late=True)
     rag = _upgrade_on_its_way(build, store, model)  # t2's fact is in, its write not back
     rag.forget("alice", thread_id="t2")
