@@ -1840,7 +1840,7 @@ def test_a_conversation_forgotten_while_a_newer_fact_is_stored_leaves_nothing_in
 
 class _HeldRewrite(InMemoryStore):
     """A store on which the thread ``held_thread`` stops before rewriting a history (its
-    batch of ``GetOp`` only) until ``go`` is set."""
+    batch of ``GetOp`` only, conversation memories among them) until ``go`` is set."""
 
     def __init__(self, held_thread: str) -> None:
         super().__init__()
@@ -1851,7 +1851,8 @@ class _HeldRewrite(InMemoryStore):
         if (
             threading.current_thread().name == self.held_thread
             and ops
-            and all(isinstance(op, GetOp) and op.namespace[0] == "conversations" for op in ops)
+            and all(isinstance(op, GetOp) for op in ops)
+            and any(op.namespace[0] == "conversations" for op in ops)
         ):
             self.holding.set()
             self.go.wait(10)

@@ -9,6 +9,7 @@ model was sent: the system prompt of each answer request.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -176,6 +177,36 @@ def test_erasing_a_conversation_erases_the_preference_stated_in_it(
     rag.forget("bea", thread_id="first")
     rag.invoke("Where are the logs kept?", cfg("bea", "later"))
     assert "- Answer in German." in hosted.prompt("Where are the logs kept?")
+    rag.forget("bea", thread_id="again")  # now no conversation that said it is left
+    assert [m for m in rag.list_memories("bea") if m["kind"] == "preference"] == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forgetting_the_conversation_that_changed_a_preference_brings_back_the_one_before(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    """German in one conversation, French in the next: erasing the second must not erase
+    what the first said. The same preference said again in a third is kept as long as
+    either conversation is."""
+    rag = build(backend)
+    rag.invoke("I prefer answers in German.", cfg("alice", "german"))
+    rag.invoke("Please answer in French from now on.", cfg("alice", "french"))
+    rag.forget("alice", thread_id="french")
+
+    def preferences() -> list[tuple[str, str, str]]:
+        listed = rag.list_memories("alice")
+        return [(m["key"], m["text"], m["thread_id"]) for m in listed if m["kind"] == "preference"]
+
+    assert preferences() == [("language", "Answer in German.", "german")]
+    rag.invoke("What is hybrid search?", cfg("alice", "later"))
+    prompt = hosted.prompt("What is hybrid search?")
+    assert "- Answer in German." in prompt and "French" not in prompt
+    rag.invoke("I prefer answers in German.", cfg("alice", "again"))
+    rag.forget("alice", thread_id="again")
+    assert preferences() == [("language", "Answer in German.", "german")]
+    rag.forget("alice", thread_id="german")
+    assert preferences() == []
+    assert "French" not in json.dumps(rag.list_memories("alice"))
 
 
 @pytest.mark.parametrize("backend", ["store", "mem0_async"])

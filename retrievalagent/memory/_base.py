@@ -65,6 +65,7 @@ __all__ = [
     "memory_info",
     "newest_per_key",
     "newest_said_first",
+    "preference_history",
     "recall_text",
     "replaced_facts",
     "said_before",
@@ -380,6 +381,17 @@ class PlannedBackend(ABC):
         """The I/O that deletes the user's memories ``ids``."""
 
     @abstractmethod
+    def _restore_preference(
+        self,
+        user_id: str,
+        replacing: MemoryHit,
+        entry: dict[str, Any],
+        history: builtins.list[dict[str, Any]],
+    ) -> Plan[bool]:
+        """Store the preference ``entry`` (from ``replacing``'s history, with ``history``)
+        back; True when it was written over ``replacing``, which then stays."""
+
+    @abstractmethod
     def _rewrite_history(
         self, user_id: str, histories: dict[str, builtins.list[dict[str, Any]]]
     ) -> Plan[None]:
@@ -410,6 +422,7 @@ class PlannedBackend(ABC):
             and (thread_id is None or h.thread_id == thread_id)
         ]
         put_back: builtins.list[ConversationRecord] = []
+        preferences: builtins.list[tuple[MemoryHit, dict[str, Any], builtins.list[Any]]] = []
         if thread_id is not None and memory_id is None:
             # a fact that replaced one drawn from this conversation keeps its words in its
             # history: they go with the conversation, the newer fact stays
@@ -420,13 +433,18 @@ class PlannedBackend(ABC):
             }
             if histories:
                 yield from self._rewrite_history(user_id, histories)
-            put_back = replaced_facts([h for h in hits if h.id in ids], user_id, {thread_id})
-        # the facts put back first, over the ones they replaced where a backend keeps a fact
-        # under its subject: a failure on the way (the embedder, the store) leaves the older
-        # fact in the newer one's history, never nowhere
+            erased_hits = [h for h in hits if h.id in ids]
+            put_back = replaced_facts(erased_hits, user_id, {thread_id})
+            preferences = replaced_preferences(erased_hits, thread_id)
+        # the facts and preferences put back first, over the ones they replaced where a
+        # backend keeps one per subject: a failure on the way (the embedder, the store)
+        # leaves the older one in the newer one's history, never nowhere
         overwritten: set[str] = set()
         if put_back:
             overwritten = {h.id for h in (yield from self._add_conversations(put_back))}
+        for hit, entry, history in preferences:
+            if (yield from self._restore_preference(user_id, hit, entry, history)):
+                overwritten.add(hit.id)
         erased = [i for i in ids if i not in overwritten]
         if erased:
             yield self._delete(user_id, erased)
@@ -448,10 +466,12 @@ class PlannedBackend(ABC):
         return await arun(self._search(query, user_id, limit))
 
     def add(self, record: MemoryRecord) -> None:
-        run(self._add(_without_secrets(record)))
+        with user_locks(self._engine()).held(record.user_id, "a memory write"):
+            run(self._add(_without_secrets(record)))
 
     async def aadd(self, record: MemoryRecord) -> None:
-        await arun(self._add(_without_secrets(record)))
+        async with user_locks(self._engine()).aheld(record.user_id, "a memory write"):
+            await arun(self._add(_without_secrets(record)))
 
     def list(self, user_id: str) -> builtins.list[MemoryHit]:
         return run(self._list(user_id))
@@ -554,6 +574,38 @@ def history_after(
     return [*earlier, {k: older.get(k) for k in HISTORY_FIELDS}]
 
 
+def preference_history(
+    older: Mapping[str, Any] | None, text: str, thread_id: str
+) -> builtins.list[dict[str, Any]]:
+    """The history of a preference ``text`` said in ``thread_id`` that replaces the stored
+    one ``older`` (its value; None: there is none): the older one's history, then the
+    older one whole, so that forgetting the conversation of the newer brings it back (the
+    same preference said again in another conversation too: forgetting either leaves it).
+    Said again in its own conversation, nothing is added."""
+    if older is None:
+        return []
+    earlier = [e for e in older.get("history") or [] if isinstance(e, dict)]
+    said = (str(older.get("text") or ""), _thread_of(older))
+    if said == (text, thread_id) or not said[0]:
+        return earlier
+    entry = {k: v for k, v in older.items() if k != "history"}
+    return [e for e in earlier if (e.get("text"), _thread_of(e)) != said] + [entry]
+
+
+def replaced_preferences(
+    erased: Iterable[MemoryHit], forgotten: str
+) -> builtins.list[tuple[MemoryHit, dict[str, Any], builtins.list[dict[str, Any]]]]:
+    """Of the preferences being erased with the conversation ``forgotten``, those that
+    replaced one said in another conversation: each with the one to put back in its place
+    (the last such in its history) and the history that one keeps."""
+    out = []
+    for hit in erased:
+        earlier = [e for e in _history_of(hit) if _thread_of(e) != forgotten]
+        if hit.kind == PREFERENCE and earlier:
+            out.append((hit, earlier[-1], earlier[:-1]))
+    return out
+
+
 def said_before(record: ConversationRecord, value: Mapping[str, Any]) -> bool:
     """Whether the fact ``record`` was said before the stored fact ``value`` (both dated)."""
     when = str(value.get("at") or "")
@@ -633,7 +685,7 @@ def _history_of(hit: MemoryHit) -> builtins.list[dict[str, Any]]:
     return [e for e in history if isinstance(e, dict)] if isinstance(history, list) else []
 
 
-def _thread_of(entry: dict[str, Any]) -> str:
+def _thread_of(entry: Mapping[str, Any]) -> str:
     return str(entry.get("thread_id") or "")
 
 

@@ -36,6 +36,7 @@ from retrievalagent.memory._base import (
     history_after,
     kind_of,
     newest_said_first,
+    preference_history,
     recall_of,
     recall_text,
 )
@@ -406,12 +407,34 @@ class Mem0Backend(PlannedBackend):
         if record.key and any(self._methods["get_all"]) and any(self._methods["delete"]):
             raw = yield self._get_all(user, memory_key=record.key)
             older = [h for h in self._hits(raw, user, "listed") if h.kind == record.kind]
+        if record.kind == PREFERENCE and older:  # the one it replaces stays in its history
+            held = {**older[0].metadata, "text": older[0].text}
+            metadata["history"] = preference_history(
+                held, recall_text(record), str(metadata.get("thread_id") or "")
+            )
         kwargs: dict[str, Any] = {"user_id": user, "metadata": metadata}
         if self._accepts_infer:
             kwargs["infer"] = self.infer
         yield self._call("add", messages, **kwargs)
         if older:  # replaced: the new one is stored, now the old ones go
             yield self._erase(user, [h.id for h in older], messages=False)
+
+    def _restore_preference(
+        self,
+        user_id: str,
+        replacing: MemoryHit,
+        entry: dict[str, Any],
+        history: list[dict[str, Any]],
+    ) -> Plan[bool]:
+        # beside the one it replaces, which the forget then erases
+        metadata = {k: v for k, v in entry.items() if k != "text"}
+        metadata["history"] = history
+        kwargs: dict[str, Any] = {"user_id": mem0_user(user_id), "metadata": metadata}
+        if self._accepts_infer:
+            kwargs["infer"] = False
+        messages = [{"role": "user", "content": str(entry.get("text") or "")}]
+        yield self._call("add", messages, **kwargs)
+        return False
 
     # -- conversation memory --------------------------------------------------------------
     def _add_conversations(self, records: list[ConversationRecord]) -> Plan[list[MemoryHit]]:

@@ -52,6 +52,7 @@ from retrievalagent.memory._base import (
     history_with,
     kind_of,
     newest_said_first,
+    preference_history,
     recall_of,
     recall_text,
     said_before,
@@ -583,6 +584,10 @@ class StoreBackend(PlannedBackend):
             "alias": record.alias,
             "recall": recall_text(record),  # what the similarity channel compares
         }
+        if record.kind == PREFERENCE:  # the one it replaces stays in its history
+            [older] = yield self._batch([GetOp(ns, key)])
+            held = older.value if _in_namespace(older, ns) else None
+            value["history"] = preference_history(held, record.fact, value.get("thread_id", ""))
         ops: list[Any] = []
         if self.indexed:
             ops.append(PutOp(ns, key, value, index=["recall", "question"]))
@@ -596,6 +601,18 @@ class StoreBackend(PlannedBackend):
                     PutOp(self.namespace(record.user_id, VECTORS), key, embedding, index=False)
                 )
         yield self._batch(ops)
+
+    def _restore_preference(
+        self,
+        user_id: str,
+        replacing: MemoryHit,
+        entry: dict[str, Any],
+        history: list[dict[str, Any]],
+    ) -> Plan[bool]:
+        value = {**entry, "history": history}
+        index: Any = ["recall", "question"] if self.indexed else False
+        yield self._batch([PutOp(self.namespace(user_id), replacing.id, value, index=index)])
+        return True
 
     # -- conversation memory --------------------------------------------------------------
     def _add_conversations(self, records: list[ConversationRecord]) -> Plan[list[MemoryHit]]:
@@ -738,10 +755,18 @@ class StoreBackend(PlannedBackend):
     def _rewrite_history(
         self, user_id: str, histories: dict[str, list[dict[str, Any]]]
     ) -> Plan[None]:
-        ns = self.namespace(user_id, CONVERSATIONS)
-        found = yield self._batch([GetOp(ns, key) for key in histories])
+        # facts live with the conversations, preferences with the other memories
+        spaces = [self.namespace(user_id, CONVERSATIONS), self.namespace(user_id)]
+        found = yield self._batch([GetOp(ns, key) for ns in spaces for key in histories])
+        index: Any = ["recall", "question"] if self.indexed else False
         ops: list[Any] = [
-            PutOp(ns, it.key, {**it.value, "history": histories[it.key]}, index=False)
+            PutOp(
+                ns,
+                it.key,
+                {**it.value, "history": histories[it.key]},
+                index=False if ns[0] == CONVERSATIONS else index,
+            )
+            for ns in spaces
             for it in self._own(found, ns)
         ]
         # an erasure: every process reads the user's conversation memory again
