@@ -56,6 +56,7 @@ __all__ = [
     "MemoryKind",
     "MemoryRecord",
     "PlannedBackend",
+    "PreferencePutBack",
     "Recall",
     "RecallRequest",
     "fact_text",
@@ -381,15 +382,9 @@ class PlannedBackend(ABC):
         """The I/O that deletes the user's memories ``ids``."""
 
     @abstractmethod
-    def _restore_preference(
-        self,
-        user_id: str,
-        replacing: MemoryHit,
-        entry: dict[str, Any],
-        history: builtins.list[dict[str, Any]],
-    ) -> Plan[bool]:
-        """Store the preference ``entry`` (from ``replacing``'s history, with ``history``)
-        back; True when it was written over ``replacing``, which then stays."""
+    def _restore_preference(self, user_id: str, back: PreferencePutBack) -> Plan[bool]:
+        """Store a preference back; True when it was written over the one it replaces
+        (which the forget then keeps), False when beside it."""
 
     @abstractmethod
     def _rewrite_history(
@@ -422,7 +417,7 @@ class PlannedBackend(ABC):
             and (thread_id is None or h.thread_id == thread_id)
         ]
         put_back: builtins.list[ConversationRecord] = []
-        preferences: builtins.list[tuple[MemoryHit, dict[str, Any], builtins.list[Any]]] = []
+        preferences: builtins.list[PreferencePutBack] = []
         if thread_id is not None and memory_id is None:
             # a fact that replaced one drawn from this conversation keeps its words in its
             # history: they go with the conversation, the newer fact stays
@@ -442,9 +437,9 @@ class PlannedBackend(ABC):
         overwritten: set[str] = set()
         if put_back:
             overwritten = {h.id for h in (yield from self._add_conversations(put_back))}
-        for hit, entry, history in preferences:
-            if (yield from self._restore_preference(user_id, hit, entry, history)):
-                overwritten.add(hit.id)
+        for back in preferences:
+            if (yield from self._restore_preference(user_id, back)):
+                overwritten.add(back.replacing.id)
         erased = [i for i in ids if i not in overwritten]
         if erased:
             yield self._delete(user_id, erased)
@@ -592,17 +587,26 @@ def preference_history(
     return [e for e in earlier if (e.get("text"), _thread_of(e)) != said] + [entry]
 
 
+@dataclass(frozen=True)
+class PreferencePutBack:
+    """A preference to put back in the place of one being erased (``replacing``): the last
+    one it replaced that was said in a conversation still kept, with its own history."""
+
+    replacing: MemoryHit
+    entry: dict[str, Any]
+    history: builtins.list[dict[str, Any]]
+
+
 def replaced_preferences(
     erased: Iterable[MemoryHit], forgotten: str
-) -> builtins.list[tuple[MemoryHit, dict[str, Any], builtins.list[dict[str, Any]]]]:
+) -> builtins.list[PreferencePutBack]:
     """Of the preferences being erased with the conversation ``forgotten``, those that
-    replaced one said in another conversation: each with the one to put back in its place
-    (the last such in its history) and the history that one keeps."""
+    replaced one said in another conversation, as what to put back."""
     out = []
     for hit in erased:
         earlier = [e for e in _history_of(hit) if _thread_of(e) != forgotten]
         if hit.kind == PREFERENCE and earlier:
-            out.append((hit, earlier[-1], earlier[:-1]))
+            out.append(PreferencePutBack(hit, earlier[-1], earlier[:-1]))
     return out
 
 

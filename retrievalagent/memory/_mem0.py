@@ -32,6 +32,7 @@ from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
     PlannedBackend,
+    PreferencePutBack,
     fact_text,
     history_after,
     kind_of,
@@ -419,20 +420,14 @@ class Mem0Backend(PlannedBackend):
         if older:  # replaced: the new one is stored, now the old ones go
             yield self._erase(user, [h.id for h in older], messages=False)
 
-    def _restore_preference(
-        self,
-        user_id: str,
-        replacing: MemoryHit,
-        entry: dict[str, Any],
-        history: list[dict[str, Any]],
-    ) -> Plan[bool]:
+    def _restore_preference(self, user_id: str, back: PreferencePutBack) -> Plan[bool]:
         # beside the one it replaces, which the forget then erases
-        metadata = {k: v for k, v in entry.items() if k != "text"}
-        metadata["history"] = history
+        metadata = {k: v for k, v in back.entry.items() if k != "text"}
+        metadata["history"] = back.history
         kwargs: dict[str, Any] = {"user_id": mem0_user(user_id), "metadata": metadata}
         if self._accepts_infer:
             kwargs["infer"] = False
-        messages = [{"role": "user", "content": str(entry.get("text") or "")}]
+        messages = [{"role": "user", "content": str(back.entry.get("text") or "")}]
         yield self._call("add", messages, **kwargs)
         return False
 

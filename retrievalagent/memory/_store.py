@@ -48,6 +48,7 @@ from retrievalagent.memory._base import (
     PREFERENCE,
     MemoryHit,
     PlannedBackend,
+    PreferencePutBack,
     history_after,
     history_with,
     kind_of,
@@ -602,16 +603,10 @@ class StoreBackend(PlannedBackend):
                 )
         yield self._batch(ops)
 
-    def _restore_preference(
-        self,
-        user_id: str,
-        replacing: MemoryHit,
-        entry: dict[str, Any],
-        history: list[dict[str, Any]],
-    ) -> Plan[bool]:
-        value = {**entry, "history": history}
+    def _restore_preference(self, user_id: str, back: PreferencePutBack) -> Plan[bool]:
+        value = {**back.entry, "history": back.history}
         index: Any = ["recall", "question"] if self.indexed else False
-        yield self._batch([PutOp(self.namespace(user_id), replacing.id, value, index=index)])
+        yield self._batch([PutOp(self.namespace(user_id), back.replacing.id, value, index=index)])
         return True
 
     # -- conversation memory --------------------------------------------------------------
