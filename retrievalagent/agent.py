@@ -993,7 +993,7 @@ class RetrievalAgent:
         question = clean_question(query, self.settings.max_question_chars)
         k = check_top_k(k, "k")
         try:
-            when = parse_time(now, "now")
+            when = parse_time(now, "now", past=True)
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
         return reader, reader.request(question, user, now=when, limit=k), k

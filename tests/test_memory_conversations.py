@@ -688,6 +688,8 @@ def test_recall_returns_every_kind_best_first_within_k(
         rag.recall(question, user_id="alice", now="yesterday")
     with pytest.raises(ConfigError, match="now must be a datetime"):
         rag.recall(question, user_id="alice", now=20260105)
+    with pytest.raises(ConfigError, match=r"now is in the future \(2099-01-01.*check the year"):
+        rag.recall(question, user_id="alice", now="2099-01-01")
     # what recall shows is what the next turn's prompt gets
     state = rag.invoke(question, cfg("alice", "t3"))
     assert SAID in state.memory_context and "Answer in German." in state.memory_context
