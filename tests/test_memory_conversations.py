@@ -1915,6 +1915,31 @@ async def test_a_forget_cancelled_while_it_waits_for_another_leaves_the_user_fre
     ticker.cancel()
 
 
+async def test_a_blocking_forget_inside_async_code_is_not_stuck_behind_its_own_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A coroutine of this loop holds the user (a write under way) and the loop's own thread
+    then makes a blocking call on the same user (``forget`` rather than ``aforget`` in async
+    code): waiting could never end, so it goes on after a short wait and says so."""
+    locks = UserLocks()
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def write() -> None:
+        async with locks.aheld("alice", "a memory write"):
+            entered.set()
+            await release.wait()
+
+    writing = asyncio.create_task(write())
+    await entered.wait()
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, "retrievalagent.memory"), locks.held("alice"):
+        pass
+    assert time.monotonic() - started < 10
+    assert "without waiting" in caplog.text
+    release.set()
+    await writing
+
+
 def _said(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -21,8 +22,12 @@ from weakref import WeakKeyDictionary
 
 __all__ = ["UserLocks", "user_locks"]
 
+logger = logging.getLogger("retrievalagent.memory")
+
 #: How long a call waits for another one of the same user before it gives up.
 WAIT_SECONDS = 120.0
+#: How long a blocking call made on an event loop's thread waits (see ``UserLocks.held``).
+LOOP_WAIT_SECONDS = 2.0
 #: How often a coroutine looks whether the lock is free (it never blocks its loop).
 _POLL_SECONDS = 0.005
 
@@ -59,11 +64,24 @@ class UserLocks:
 
     @contextlib.contextmanager
     def held(self, user_id: str, what: str = "a forget") -> Iterator[None]:
+        """The user's lock, for a blocking call. Called on a thread that runs an event loop
+        (a sync call inside async code), it waits ``LOOP_WAIT_SECONDS`` at most: the holder
+        may be a coroutine of that very loop, which cannot go on while the loop is blocked;
+        the call then goes on without the lock, as before there was one, and says so."""
+        on_loop = _runs_a_loop()
         with self._entry(user_id) as lock:
-            if not lock.acquire(timeout=WAIT_SECONDS):
-                raise TimeoutError(_busy(what))
-            with _releasing(lock):
+            if lock.acquire(timeout=LOOP_WAIT_SECONDS if on_loop else WAIT_SECONDS):
+                with _releasing(lock):
+                    yield
+            elif on_loop:
+                logger.warning(
+                    "%s of a user's memory called from async code went on without waiting "
+                    "for another one of the same user (use the async method there)",
+                    what,
+                )
                 yield
+            else:
+                raise TimeoutError(_busy(what))
 
     @contextlib.asynccontextmanager
     async def aheld(self, user_id: str, what: str = "a forget") -> AsyncIterator[None]:
@@ -100,6 +118,14 @@ def _releasing(lock: threading.Lock) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+def _runs_a_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _busy(what: str) -> str:
