@@ -2571,6 +2571,9 @@ PASTED = [
     ("card 5500-0000-0000-0004, CVC2: 4821", "0000-0004"),
     ("card 5500-0000-0000-0004, CVC2: 4821", "4821"),
     ("pay with 378282246310005 please", "378282246310005"),
+    ("the card: 4111.1111.1111.1111 thanks", "1111.1111"),
+    ("card 4111\u00a01111\u00a01111\u00a01111, security code 123", "\u00a01111\u00a0"),
+    ("card 4111\u00a01111\u00a01111\u00a01111, security code 123", "code 123"),
 ]
 
 
@@ -2597,6 +2600,9 @@ ORDINARY = [
     "call me at +44 20 7946 0958",
     "ISBN 9780306406157",
     "build 1234567890123456 failed",
+    "we ran it in 2002 2003 2004 2005",
+    "call me at +49 1512 3456704",
+    "the CSC 2021 report",
     "the password is expired",
     "the password for the prod db is expired",
     "the password for the prod db is too short",

@@ -204,11 +204,29 @@ _PIN = re.compile(
       |alarm\s+code|cvv|cvc)\s*(?:[:=#]|\b(?i:is|was)\b)|PIN)\s*(?P<value>\d{3,12})\b""",
     re.VERBOSE,
 )
-# "cvv 123", "CVC2: 4821": a card's code, also with nothing between (a card pasted whole)
-_CARD_CODE = re.compile(r"\b(?i:cvv2?|cvc2?|csc)\s*[:=#]?\s*(?P<value>\d{3,4})\b")
-# a payment card's number: 13 to 19 digits, in groups or not, of a card network's first
-# digit (2 to 6), checked by its Luhn digit (``_card_number``): order and phone numbers fail
-_CARD_NUMBER = re.compile(r"(?<![\d\-.])[2-6](?:[ \-]?\d){12,18}(?![\d\-])")
+# "cvv 123", "CVC2: 4821", "security code 123": a card's code, also with nothing between
+_CARD_CODE = re.compile(r"\b(?i:cvv2?|cvc2?|security\s+code)\s*[:=#]?\s*(?P<value>\d{3,4})\b")
+# a payment card's number: 13 to 19 digits, together or in groups (spaces, no-break spaces,
+# dashes, dots), judged by ``_card_number``: a card network's first digits and the Luhn
+# check digit (a phone number after "+", a run of years, an order number mostly fail)
+_CARD_NUMBER = re.compile(r"(?<![\d\-.+/])[2-6](?:[ \u00a0\-.]{0,2}\d){12,18}(?![\d\-])")
+#: The first digits of the card networks' numbers (Visa, Mastercard, American Express,
+#: Diners, JCB, Discover, UnionPay, Maestro), as ranges of the number's first four digits.
+_CARD_NETWORKS = (
+    (2221, 2720),
+    (3000, 3059),
+    (3400, 3499),
+    (3528, 3589),
+    (3600, 3699),
+    (3700, 3799),
+    (3800, 3999),
+    (4000, 4999),
+    (5000, 5999),
+    (6011, 6011),
+    (6200, 6299),
+    (6440, 6599),
+    (6700, 6799),
+)
 # a config line whose key names a secret by one of its words: "secret_key_base: ...",
 # "db-password-prod = ..." (YAML, INI, .env in lower case); judged by ``_config_secret``
 _CONFIG_LINE = re.compile(
@@ -868,9 +886,12 @@ def _masked_spans(
 
 
 def _card_number(text: str) -> bool:
-    """Whether ``text`` is a payment card's number: its last digit is the Luhn check of the
-    rest (one random run of digits in ten passes, one with the wrong first digit none)."""
+    """Whether ``text`` is a payment card's number: a card network's first digits, and a
+    last digit that is the Luhn check of the rest (one random run of digits in ten)."""
     digits = [int(c) for c in text if c.isdigit()]
+    first = int("".join(map(str, digits[:4])))
+    if not any(low <= first <= high for low, high in _CARD_NETWORKS):
+        return False
     total = 0
     for place, digit in enumerate(reversed(digits)):
         if place % 2:
