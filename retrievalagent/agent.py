@@ -44,6 +44,7 @@ from retrievalagent.ingest import (
 )
 from retrievalagent.memory import (
     CONVERSATION_KEYS,
+    JOINED,
     BackgroundWrites,
     ConversationRecord,
     ConversationWriter,
@@ -106,6 +107,12 @@ def _with_news(imports: list[_Import], stored: Sequence[MemoryHit]) -> list[_Imp
     nothing."""
     news = {hit.key or hit.id for hit in stored}  # a store item's id, mem0's memory_key
     return [item for item in imports if item.keys & news]
+
+
+def _stored_infos(stored: Sequence[MemoryHit]) -> list[MemoryInfo]:
+    """What ``remember`` reports stored: not the current fact an older one joined (as its
+    history), which was there before."""
+    return [memory_info(h) for h in stored if h.matched != JOINED]
 
 
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
@@ -944,7 +951,7 @@ class RetrievalAgent:
         stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
         for item in _with_news(imports, stored):
             stored += writer.store_facts(item.said, **item.where)
-        return [memory_info(h) for h in stored]
+        return _stored_infos(stored)
 
     @staticmethod
     async def _astore_imports(
@@ -955,7 +962,7 @@ class RetrievalAgent:
         stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
         for item in _with_news(imports, stored):
             stored += await writer.astore_facts(item.said, **item.where)
-        return [memory_info(h) for h in stored]
+        return _stored_infos(stored)
 
     def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
         """:meth:`remember` for many conversations of ``user_id`` at once: the way to import

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -1570,12 +1571,18 @@ def fact(subject: str, text: str, *turns: int) -> dict[str, Any]:
     return {"facts": [{"subject": subject, "fact": text, "turns": list(turns)}]}
 
 
+def facts_model(*texts: str) -> ScriptedChatModel:
+    """A model that draws these facts on the subject ``database``, one per turn, in order."""
+    return ScriptedChatModel(replies=[REPLY], facts=[fact("database", t, 0) for t in texts])
+
+
 def upgrading_model(then: str | None = None) -> ScriptedChatModel:
     """A model that draws "Runs PostgreSQL 13 on Debian 11." from the user's first turn and
     "Runs PostgreSQL 15." (same subject: it replaces the first) from the next, and ``then``
     from the third."""
-    texts = ["Runs PostgreSQL 13 on Debian 11.", "Runs PostgreSQL 15.", *([then] if then else [])]
-    return ScriptedChatModel(replies=[REPLY], facts=[fact("database", t, 0) for t in texts])
+    return facts_model(
+        "Runs PostgreSQL 13 on Debian 11.", "Runs PostgreSQL 15.", *([then] if then else [])
+    )
 
 
 def facts_of(memories: list[Any]) -> list[Any]:
@@ -1971,13 +1978,7 @@ def test_an_older_conversation_imported_later_does_not_replace_the_newer_fact(
     """A history imported out of order (February's chat, then January's): the newer fact
     stays current, the older one goes into its history, and comes back if February's
     conversation is forgotten."""
-    model = ScriptedChatModel(
-        replies=[REPLY],
-        facts=[
-            fact("database", "Runs PostgreSQL 15.", 0),
-            fact("database", "Runs PostgreSQL 13 on Debian 11.", 0),
-        ],
-    )
+    model = facts_model("Runs PostgreSQL 15.", "Runs PostgreSQL 13 on Debian 11.")
     rag = build(model=model)
     rag.remember(_said(UPGRADE), user_id="alice", thread_id="feb", at="2026-02-05T09:00:00Z")
     rag.remember(_said(STATEMENT), user_id="alice", thread_id="jan", at="2026-01-05T09:00:00Z")
@@ -2016,6 +2017,66 @@ def test_a_conversation_forgotten_while_another_is_imported_leaves_nothing_of_it
     (current,) = facts_of(rag.list_memories("alice"))
     assert current["text"] == "Runs PostgreSQL 16." and current["thread_id"] == "mar"
     assert [h["thread_id"] for h in current["history"]] == ["jan"]
+
+
+def _before_fact_of(
+    monkeypatch: pytest.MonkeyPatch, rag: Any, method: str, thread: str, step: Any
+) -> None:
+    """Run ``step()`` once, right before the memory backend's ``method`` is called for the
+    facts of ``thread`` (a write, or the take-back of one): a race forced at the one moment
+    it can strike, between the writer's last look and the backend's call."""
+    memory = rag._components.writer.memory
+    real = getattr(memory, method)
+
+    def racing(*args: Any) -> Any:
+        hits = args[0] if method == "add_conversations" else args[1]
+        facts = [h for h in hits if getattr(h, "form", None) == "fact" or h.key == "database"]
+        if facts and all(h.thread_id == thread for h in facts) and not racing.done:  # type: ignore[attr-defined]
+            racing.done = True  # type: ignore[attr-defined]
+            step()
+        return real(*args)
+
+    racing.done = False  # type: ignore[attr-defined]
+    monkeypatch.setattr(memory, method, racing)
+
+
+def test_an_older_conversation_forgotten_as_its_fact_is_written_leaves_nothing_of_it(
+    build: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn replayed in January (t1, older than t3's fact) is forgotten after the writer
+    last looked, before its fact is written: the fact, which joins t3's as history, must
+    not stay there."""
+    model = facts_model("Runs PostgreSQL 15.", "Runs PostgreSQL 13 on Debian 11.")
+    rag = build(model=model, checkpointer=MemorySaver(), memory_timeout=0.2)
+    rag.remember(_said(UPGRADE), user_id="alice", thread_id="t3", at="2026-03-05T09:00:00Z")
+    forget = partial(rag.forget, "alice", thread_id="t1")
+    _before_fact_of(monkeypatch, rag, "add_conversations", "t1", forget)
+    rag.invoke(STATEMENT, cfg("alice", "t1", now="2026-01-05T09:00:00Z"))
+    rag.drain_background(10)
+    (current,) = facts_of(rag.list_memories("alice"))
+    assert current["text"] == "Runs PostgreSQL 15." and current["history"] == []
+    assert "Debian 11" not in json.dumps(rag.list_memories("alice"))
+
+
+def test_a_fact_taken_back_leaves_one_that_joined_its_history_meanwhile(
+    build: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """t2's fact lands after t2 was forgotten; before it is taken back, an older chat (t1)
+    is imported, and its fact joins t2's as history. Taking t2's back must leave t1's."""
+    model = facts_model("Runs PostgreSQL 15.", "Runs PostgreSQL 13 on Debian 11.")
+    store = InMemoryStore()
+    rag = build(model=model, memory_store=store, memory_timeout=0.2)
+    forget = partial(rag.forget, "alice", thread_id="t2")
+    _before_fact_of(monkeypatch, rag, "add_conversations", "t2", forget)
+    older = partial(
+        rag.remember, _said(STATEMENT), user_id="alice", thread_id="t1", at="2026-01-05"
+    )
+    _before_fact_of(monkeypatch, rag, "take_back", "t2", older)
+    rag.invoke(UPGRADE, cfg("alice", "t2"))
+    rag.drain_background(10)
+    (back,) = facts_of(rag.list_memories("alice"))
+    assert back["text"] == "Runs PostgreSQL 13 on Debian 11." and back["thread_id"] == "t1"
+    assert "PostgreSQL 15" not in stored_text(store)
 
 
 def test_a_take_back_whose_put_back_fails_still_erases_what_was_forgotten(

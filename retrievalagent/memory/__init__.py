@@ -12,6 +12,7 @@ from __future__ import annotations
 from retrievalagent.memory._background import BackgroundWrites
 from retrievalagent.memory._base import (
     CONVERSATION,
+    JOINED,
     PREFERENCE,
     MemoryBackend,
     MemoryHit,
@@ -47,6 +48,7 @@ __all__ = [
     "CONVERSATION",
     "CONVERSATION_KEYS",
     "EARLIER",
+    "JOINED",
     "MESSAGE_KEYS",
     "PREFERENCE",
     "BackgroundWrites",

@@ -43,7 +43,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from retrievalagent._inputs import check_id
 from retrievalagent.memory._conversations import ConversationRecord
 from retrievalagent.memory._locks import user_locks
-from retrievalagent.memory._plan import IO, Plan, arun, run
+from retrievalagent.memory._plan import IO, Plan, arun, attempt, run
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import CLOCK_SKEW, TimeRef, iso
 from retrievalagent.types import MemoryInfo
@@ -51,6 +51,7 @@ from retrievalagent.types import MemoryInfo
 __all__ = [
     "DEFAULT_USER",
     "HISTORY_FIELDS",
+    "JOINED",
     "MemoryBackend",
     "MemoryHit",
     "MemoryKind",
@@ -74,6 +75,10 @@ __all__ = [
 ]
 
 DEFAULT_USER = "default"
+
+#: ``MemoryHit.matched`` of a fact a write put into the history of the one on its subject
+#: (said before it), rather than storing it as the current one.
+JOINED = "joined history"
 
 MemoryKind = Literal["search_fact", "preference", "conversation"]
 SEARCH_FACT: MemoryKind = "search_fact"
@@ -533,16 +538,38 @@ class PlannedBackend(ABC):
         mine = {(h.id, h.metadata.get("written_us")) for h in stored}
         listed = yield from self._list(user_id)
         ours = [h for h in listed if (h.id, h.metadata.get("written_us")) in mine]
-        gone = [h.id for h in ours if None in forgotten or h.thread_id in forgotten]
+        gone = [h for h in ours if None in forgotten or h.thread_id in forgotten]
         histories = {
             h.id: [e for e in _history_of(h) if _thread_of(e) not in forgotten]
             for h in ours
-            if h.id not in gone and history_threads(h) & set(forgotten)
+            if h not in gone and history_threads(h) & set(forgotten)
         }
         if histories:
             yield from self._rewrite_history(user_id, histories)
-        if gone:
-            yield self._delete(user_id, gone)
+        # a fact going that replaced one said in a conversation still kept: that one comes
+        # back first (from the history it has now: one imported since may have joined it),
+        # as the forget of this conversation alone would have left it. Should that fail,
+        # what was forgotten goes all the same, and the failure is raised after.
+        kept_threads = {t for t in forgotten if t is not None}
+        put_back = [] if None in forgotten else replaced_facts(gone, user_id, kept_threads)
+        overwritten: set[str] = set()
+        failed = None
+        if put_back:
+            result = yield attempt(
+                IO(
+                    lambda: run(self._add_conversations(put_back)),
+                    lambda: arun(self._add_conversations(put_back)),
+                )
+            )
+            if isinstance(result, Exception):
+                failed = result
+            else:
+                overwritten = {h.id for h in result}
+        erased = [h.id for h in gone if h.id not in overwritten]
+        if erased:
+            yield self._delete(user_id, erased)
+        if failed is not None:
+            raise failed
 
 
 def _users_of(records: Iterable[ConversationRecord]) -> builtins.list[str]:

@@ -45,6 +45,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, Sear
 from retrievalagent._threads import in_thread
 from retrievalagent.index import LexicalEncoder
 from retrievalagent.memory._base import (
+    JOINED,
     PREFERENCE,
     MemoryHit,
     PlannedBackend,
@@ -664,12 +665,11 @@ class StoreBackend(PlannedBackend):
         now = datetime.now(timezone.utc)
         # a fact said before the one now on its subject (an older conversation imported
         # after a newer one) joins that one's history, in time order, and does not replace it
+        # (the fact stays what it was: its write time too, by which a take-back knows it)
         dated = {
             r.key: {
                 **older[r.key].value,
                 "history": history_with(older[r.key].value.get("history") or [], r),
-                "written": iso(now),
-                "written_us": int(now.timestamp() * 1_000_000),
             }
             for r in records
             if r.key in older and said_before(r, older[r.key].value)
@@ -689,12 +689,19 @@ class StoreBackend(PlannedBackend):
         ops: list[Any] = [
             PutOp(ns, key, value, index=False) for key, value in {**values, **dated}.items()
         ]
-        yield self._batch([*ops, PutOp(stamps_ns, "added", stamp, index=False)])
+        ops.append(PutOp(stamps_ns, "added", stamp, index=False))
+        if dated:  # a history changed: every process reads the user's memories again
+            ops.append(PutOp(stamps_ns, "erased", _stamp(), index=False))
+        yield self._batch(ops)
         read_token = _token(read[0], stamps_ns, "added")
-        if dated:  # a history changed: the user's memories are read again at the next recall
+        if dated:
             self.conversations.drop(user_id)
         self._cache_written(user_id, values, vectors, parts, read_token, stamp["token"])
-        return [_value_hit(key, value, 1.0, "stored") for key, value in values.items()]
+        # what joined a history is reported as such (``JOINED``): a take-back of the write
+        # must find it there, and ``remember`` does not list the fact it joined as stored
+        return [_value_hit(key, value, 1.0, "stored") for key, value in values.items()] + [
+            _value_hit(key, value, 1.0, JOINED) for key, value in dated.items()
+        ]
 
     def _cache_written(
         self,

@@ -25,7 +25,6 @@ from retrievalagent.memory._base import (
     MemoryBackend,
     MemoryHit,
     history_threads,
-    replaced_facts,
 )
 from retrievalagent.memory._conversations import (
     ConversationRecord,
@@ -37,7 +36,7 @@ from retrievalagent.memory._conversations import (
     source_of,
 )
 from retrievalagent.memory._extract import FactExtractor, checked_facts
-from retrievalagent.memory._plan import IO, Plan, arun, attempt, run
+from retrievalagent.memory._plan import IO, Plan, arun, run
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import iso, parse_time
 
@@ -158,25 +157,14 @@ class ConversationWriter:
         taken = bool(forgotten & {None, thread})
         if not taken and not {t for h in stored for t in history_threads(h)} & forgotten:
             return stored
-        # a forget overtook this write. A fact stored here that replaced one said in a
-        # conversation still kept: that one goes back, as the forget of this conversation
-        # alone would have left it, first (over the fact it replaced, where the backend
-        # keeps one per subject), so that a failure on the way does not lose it
-        failed = None
-        if taken and None not in forgotten:
-            put_back = replaced_facts(stored, user, {t for t in forgotten if t is not None})
-            if put_back:
-                failed = yield attempt(self.store(put_back))
-        # then what it stored of a forgotten conversation goes (not what was stored over it
-        # since), and so do the words of one it read (a fact it replaced, in its history):
-        # also when the put-back failed, for what was forgotten must not stay
+        # a forget overtook this write: what it stored of a forgotten conversation goes (a
+        # fact it replaced in a conversation still kept comes back), and so do the words of
+        # one it read (a fact it replaced, now in its history)
         memory = self.memory
         yield IO(
             lambda: memory.take_back(user, stored, forgotten),
             lambda: memory.atake_back(user, stored, forgotten),
         )
-        if isinstance(failed, Exception):
-            raise failed
         return [] if taken else stored
 
     def wants_facts(self, said: Sequence[Said]) -> bool:
