@@ -209,6 +209,26 @@ def test_forgetting_the_conversation_that_changed_a_preference_brings_back_the_o
     assert "French" not in json.dumps(rag.list_memories("alice"))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_preference_said_earlier_does_not_replace_one_said_later(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    """Turns replayed at their own times, the later-said first: French (March 2026) stays
+    the preference, German (January 2025, replayed after it) goes into its history, and
+    comes back once March's conversation is forgotten."""
+    rag = build(backend)
+    march = {**cfg("alice", "march")["configurable"], "now": "2026-03-05T09:00:00Z"}
+    rag.invoke("Please answer in French from now on.", {"configurable": march})
+    january = {**cfg("alice", "january")["configurable"], "now": "2025-01-05T09:00:00Z"}
+    rag.invoke("I prefer answers in German.", {"configurable": january})
+    (current,) = [m for m in rag.list_memories("alice") if m["kind"] == "preference"]
+    assert (current["text"], current["thread_id"]) == ("Answer in French.", "march")
+    assert [h["thread_id"] for h in current["history"]] == ["january"]
+    rag.forget("alice", thread_id="march")
+    (back,) = [m for m in rag.list_memories("alice") if m["kind"] == "preference"]
+    assert (back["text"], back["thread_id"]) == ("Answer in German.", "january")
+
+
 @pytest.mark.parametrize("backend", ["store", "mem0_async"])
 def test_preferences_under_ainvoke_and_forget(
     build: Callable[..., Any], hosted: HostedModel, backend: str

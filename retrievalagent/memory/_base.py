@@ -64,6 +64,7 @@ __all__ = [
     "history_after",
     "history_threads",
     "history_with",
+    "history_with_entry",
     "memory_info",
     "newest_per_key",
     "newest_said_first",
@@ -71,6 +72,7 @@ __all__ = [
     "recall_text",
     "replaced_facts",
     "said_before",
+    "said_earlier",
     "user_id_from_config",
 ]
 
@@ -639,18 +641,14 @@ def replaced_preferences(
 
 def said_before(record: ConversationRecord, value: Mapping[str, Any]) -> bool:
     """Whether the fact ``record`` was said before the stored fact ``value`` (both dated)."""
-    when = str(value.get("at") or "")
-    return bool(record.at and when) and record.at < when
+    return said_earlier({"at": record.at}, value)
 
 
 def history_with(
     earlier: Sequence[dict[str, Any]], record: ConversationRecord
 ) -> builtins.list[dict[str, Any]]:
     """A fact's history (oldest first) with the fact ``record`` put in at its time: said
-    before the fact, in a conversation imported after its own. Once only: a conversation
-    saying the same again adds nothing."""
-    if any((e.get("text"), _thread_of(e)) == (record.text, record.thread_id) for e in earlier):
-        return list(earlier)
+    before the fact, in a conversation imported after its own."""
     entry = {
         "text": record.text,
         "at": record.at,
@@ -659,10 +657,26 @@ def history_with(
         "sources": record.sources,
         "message_ids": record.message_ids,
     }
-    place = next(
-        (i for i, e in enumerate(earlier) if str(e.get("at") or "") > record.at), len(earlier)
-    )
+    return history_with_entry(earlier, entry)
+
+
+def history_with_entry(
+    earlier: Sequence[dict[str, Any]], entry: dict[str, Any]
+) -> builtins.list[dict[str, Any]]:
+    """A history (oldest first) with ``entry`` put in at its time (its ``at``). Once only:
+    a conversation saying the same again adds nothing."""
+    said = (entry.get("text"), _thread_of(entry))
+    if any((e.get("text"), _thread_of(e)) == said for e in earlier):
+        return list(earlier)
+    at = str(entry.get("at") or "")
+    place = next((i for i, e in enumerate(earlier) if str(e.get("at") or "") > at), len(earlier))
     return [*earlier[:place], entry, *earlier[place:]]
+
+
+def said_earlier(value: Mapping[str, Any], than: Mapping[str, Any]) -> bool:
+    """Whether the memory ``value`` was said before the stored one ``than`` (both dated)."""
+    when, other = str(value.get("at") or ""), str(than.get("at") or "")
+    return bool(when and other) and when < other
 
 
 def replaced_facts(

@@ -52,12 +52,14 @@ from retrievalagent.memory._base import (
     PreferencePutBack,
     history_after,
     history_with,
+    history_with_entry,
     kind_of,
     newest_said_first,
     preference_history,
     recall_of,
     recall_text,
     said_before,
+    said_earlier,
     said_until,
 )
 from retrievalagent.memory._hybrid import (
@@ -589,7 +591,13 @@ class StoreBackend(PlannedBackend):
         if record.kind == PREFERENCE:  # the one it replaces stays in its history
             [older] = yield self._batch([GetOp(ns, key)])
             held = older.value if _in_namespace(older, ns) else None
-            value["history"] = preference_history(held, record.fact, value.get("thread_id", ""))
+            if held is not None and said_earlier(value, held):
+                # said before the one stored (a turn replayed at its time): it joins that
+                # one's history, which stays the current preference
+                history = history_with_entry(held.get("history") or [], value)
+                value = {**held, "history": history}
+            else:
+                value["history"] = preference_history(held, record.fact, value.get("thread_id", ""))
         ops: list[Any] = []
         if self.indexed:
             ops.append(PutOp(ns, key, value, index=["recall", "question"]))
