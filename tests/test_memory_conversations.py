@@ -2626,6 +2626,9 @@ PASTED = [
     ("Mein Passwort lautet Sonnenblume42", "Sonnenblume42"),
     ("Kennwort lautet: Sonnenblume42.", "Sonnenblume42"),
     ("user bob pass Hunter2x", "Hunter2x"),
+    # a user, then a password-shaped value
+    ("login: bob / Qx7!mmz9pL", "Qx7!mmz9pL"),
+    ("user=bob, Zk9pqrW1 works", "Zk9pqrW1"),
     # a payment card pasted whole: its number (in groups or not) and its code
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "1111 1111"),
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "cvv 123"),
@@ -2662,6 +2665,8 @@ ORDINARY = [
     "ISBN 9780306406157",
     "build 1234567890123456 failed",
     "we ran it in 2002 2003 2004 2005",
+    "user: bob / admin",
+    "login: alice, 2FA enabled",
     "call me at +49 1512 3456704",
     "the CSC 2021 report",
     "the password is expired",

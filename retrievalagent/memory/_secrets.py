@@ -186,6 +186,13 @@ _USER_PASSWORD = re.compile(
     (?P<value>[^\s"'.,;]*[\d!@#$%^&*+=?~][^\s"']*?)(?=[.,;]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
+# "login: bob / Qx7!mmz9pL", "user=bob, Zk9pqrW1": a user, then a password-shaped value
+# (``_password_shaped``: "user: bob / admin" names a role, not a password)
+_LOGIN_PAIR = re.compile(
+    r"""\b(?:login|user(?:name)?)[ \t]*[:=][ \t]*[^\s/|,;"']+[ \t]*[/|,][ \t]*
+    (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    re.VERBOSE | re.IGNORECASE,
+)
 # "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
 _CREDENTIALS = re.compile(
     r"""\bcredentials?\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)\s*[^\s:"']+:(?P<value>[^\s"']+)""",
@@ -1005,9 +1012,10 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
     text = _LABELLED.sub(masked_value, text)
     text = _LABELLED_LATER.sub(masked_value, text)
     text = _CHANGED_TO.sub(masked_value, text)
-    text = _LABEL_THEN_VALUE.sub(
-        lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
-    )
+    for shaped in (_LABEL_THEN_VALUE, _LOGIN_PAIR):
+        text = shaped.sub(
+            lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
+        )
     if not random_looking:
         return text, count, tuple(found)
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
