@@ -69,9 +69,9 @@ __all__ = [
     "newest_per_key",
     "newest_said_first",
     "preference_history",
+    "preference_written",
     "recall_text",
     "replaced_facts",
-    "said_before",
     "said_earlier",
     "user_id_from_config",
 ]
@@ -423,8 +423,6 @@ class PlannedBackend(ABC):
             if (memory_id is None or h.id == memory_id)
             and (thread_id is None or h.thread_id == thread_id)
         ]
-        put_back: builtins.list[ConversationRecord] = []
-        preferences: builtins.list[PreferencePutBack] = []
         if thread_id is not None and memory_id is None:
             # a fact that replaced one drawn from this conversation keeps its words in its
             # history: they go with the conversation, the newer fact stays
@@ -435,21 +433,11 @@ class PlannedBackend(ABC):
             }
             if histories:
                 yield from self._rewrite_history(user_id, histories)
-            erased_hits = [h for h in hits if h.id in ids]
-            put_back = replaced_facts(erased_hits, user_id, {thread_id})
-            preferences = replaced_preferences(erased_hits, thread_id)
-        # the facts and preferences put back first, over the ones they replaced where a
-        # backend keeps one per subject: a failure on the way (the embedder, the store)
-        # leaves the older one in the newer one's history, never nowhere
-        overwritten: set[str] = set()
-        if put_back:
-            overwritten = {h.id for h in (yield from self._add_conversations(put_back))}
-        for back in preferences:
-            if (yield from self._restore_preference(user_id, back)):
-                overwritten.add(back.replacing.id)
-        erased = [i for i in ids if i not in overwritten]
-        if erased:
-            yield self._delete(user_id, erased)
+        gone = [h for h in hits if h.id in ids]
+        # one conversation erased: what its memories replaced from others comes back; a
+        # failure on the way fails the forget before anything is erased
+        threads = None if thread_id is None or memory_id is not None else {thread_id}
+        yield from self._erase_putting_back(user_id, gone, threads, erase_on_failure=False)
         return len(ids)
 
     def recall(self, request: RecallRequest) -> Recall:
@@ -548,30 +536,63 @@ class PlannedBackend(ABC):
         }
         if histories:
             yield from self._rewrite_history(user_id, histories)
-        # a fact going that replaced one said in a conversation still kept: that one comes
-        # back first (from the history it has now: one imported since may have joined it),
-        # as the forget of this conversation alone would have left it. Should that fail,
-        # what was forgotten goes all the same, and the failure is raised after.
-        kept_threads = {t for t in forgotten if t is not None}
-        put_back = [] if None in forgotten else replaced_facts(gone, user_id, kept_threads)
+        # a fact going that replaced one said in a conversation still kept comes back (from
+        # the history it has now: one imported since may have joined it), as the forget of
+        # this conversation alone would have left it. Should that fail, what was forgotten
+        # goes all the same, and the failure is raised after.
+        threads = None if None in forgotten else {t for t in forgotten if t is not None}
+        yield from self._erase_putting_back(user_id, gone, threads, erase_on_failure=True)
+
+    def _erase_putting_back(
+        self,
+        user_id: str,
+        gone: builtins.list[MemoryHit],
+        forgotten: Collection[str] | None,
+        *,
+        erase_on_failure: bool,
+    ) -> Plan[None]:
+        """Erase ``gone``. Where one of them replaced a fact or a preference said in a
+        conversation not ``forgotten`` (None: nothing is put back), that one is stored back
+        first, over it where a backend keeps one per subject: a failure on the way leaves
+        it in the newer one's history, never nowhere. Then the failure is raised, before
+        anything is erased unless ``erase_on_failure`` (what was forgotten must go)."""
+        facts = replaced_facts(gone, user_id, forgotten) if forgotten is not None else []
+        preferences = replaced_preferences(gone, forgotten) if forgotten is not None else []
         overwritten: set[str] = set()
         failed = None
-        if put_back:
+        if facts or preferences:
             result = yield attempt(
                 IO(
-                    lambda: run(self._add_conversations(put_back)),
-                    lambda: arun(self._add_conversations(put_back)),
+                    lambda: run(self._put_back(user_id, facts, preferences)),
+                    lambda: arun(self._put_back(user_id, facts, preferences)),
                 )
             )
             if isinstance(result, Exception):
+                if not erase_on_failure:
+                    raise result
                 failed = result
             else:
-                overwritten = {h.id for h in result}
+                overwritten = result
         erased = [h.id for h in gone if h.id not in overwritten]
         if erased:
             yield self._delete(user_id, erased)
         if failed is not None:
             raise failed
+
+    def _put_back(
+        self,
+        user_id: str,
+        facts: builtins.list[ConversationRecord],
+        preferences: builtins.list[PreferencePutBack],
+    ) -> Plan[set[str]]:
+        """Store replaced facts and preferences back; the ids written over."""
+        overwritten = (
+            {h.id for h in (yield from self._add_conversations(facts))} if facts else set()
+        )
+        for back in preferences:
+            if (yield from self._restore_preference(user_id, back)):
+                overwritten.add(back.replacing.id)
+        return overwritten
 
 
 def _users_of(records: Iterable[ConversationRecord]) -> builtins.list[str]:
@@ -616,6 +637,18 @@ def preference_history(
     return [e for e in earlier if (e.get("text"), _thread_of(e)) != said] + [entry]
 
 
+def preference_written(
+    held: Mapping[str, Any] | None, new: dict[str, Any], text: str
+) -> tuple[bool, builtins.list[dict[str, Any]]]:
+    """How a preference ``new`` (its ``text`` as stored) is written over the stored one
+    ``held``: said before it (a turn replayed at its time), it joins ``held``'s history,
+    which stays current (True, that history); else it replaces ``held``, which its own
+    history keeps (False, its history)."""
+    if held is not None and said_earlier(str(new.get("at") or ""), held):
+        return True, history_with_entry(held.get("history") or [], {**new, "text": text})
+    return False, preference_history(held, text, _thread_of(new))
+
+
 @dataclass(frozen=True)
 class PreferencePutBack:
     """A preference to put back in the place of one being erased (``replacing``): the last
@@ -627,21 +660,16 @@ class PreferencePutBack:
 
 
 def replaced_preferences(
-    erased: Iterable[MemoryHit], forgotten: str
+    erased: Iterable[MemoryHit], forgotten: Collection[str]
 ) -> builtins.list[PreferencePutBack]:
-    """Of the preferences being erased with the conversation ``forgotten``, those that
+    """Of the preferences being erased with the conversations ``forgotten``, those that
     replaced one said in another conversation, as what to put back."""
     out = []
     for hit in erased:
-        earlier = [e for e in _history_of(hit) if _thread_of(e) != forgotten]
+        earlier = [e for e in _history_of(hit) if _thread_of(e) not in forgotten]
         if hit.kind == PREFERENCE and earlier:
             out.append(PreferencePutBack(hit, earlier[-1], earlier[:-1]))
     return out
-
-
-def said_before(record: ConversationRecord, value: Mapping[str, Any]) -> bool:
-    """Whether the fact ``record`` was said before the stored fact ``value`` (both dated)."""
-    return said_earlier({"at": record.at}, value)
 
 
 def history_with(
@@ -649,15 +677,7 @@ def history_with(
 ) -> builtins.list[dict[str, Any]]:
     """A fact's history (oldest first) with the fact ``record`` put in at its time: said
     before the fact, in a conversation imported after its own."""
-    entry = {
-        "text": record.text,
-        "at": record.at,
-        "thread_id": record.thread_id,
-        "title": record.title,
-        "sources": record.sources,
-        "message_ids": record.message_ids,
-    }
-    return history_with_entry(earlier, entry)
+    return history_with_entry(earlier, {k: getattr(record, k) for k in HISTORY_FIELDS})
 
 
 def history_with_entry(
@@ -673,10 +693,10 @@ def history_with_entry(
     return [*earlier[:place], entry, *earlier[place:]]
 
 
-def said_earlier(value: Mapping[str, Any], than: Mapping[str, Any]) -> bool:
-    """Whether the memory ``value`` was said before the stored one ``than`` (both dated)."""
-    when, other = str(value.get("at") or ""), str(than.get("at") or "")
-    return bool(when and other) and when < other
+def said_earlier(at: str, than: Mapping[str, Any]) -> bool:
+    """Whether a memory said ``at`` was said before the stored one ``than`` (both dated)."""
+    other = str(than.get("at") or "")
+    return bool(at and other) and at < other
 
 
 def replaced_facts(

@@ -35,13 +35,11 @@ from retrievalagent.memory._base import (
     PreferencePutBack,
     fact_text,
     history_after,
-    history_with_entry,
     kind_of,
     newest_said_first,
-    preference_history,
+    preference_written,
     recall_of,
     recall_text,
-    said_earlier,
 )
 from retrievalagent.memory._hybrid import memory_fuser, rank_pool
 from retrievalagent.memory._plan import IO, Plan
@@ -412,16 +410,11 @@ class Mem0Backend(PlannedBackend):
             older = [h for h in self._hits(raw, user, "listed") if h.kind == record.kind]
         if record.kind == PREFERENCE and older:  # the one it replaces stays in its history
             held = {**older[0].metadata, "text": older[0].text}
-            if said_earlier(metadata, held):
-                # said before the one stored (a turn replayed at its time): it joins that
-                # one's history, which stays the current preference
-                entry = {**metadata, "text": recall_text(record)}
-                history = history_with_entry(held.get("history") or [], entry)
+            joins, history = preference_written(held, metadata, recall_text(record))
+            if joins:  # said before the stored one, which stays current
                 yield from self._rewrite_history(record.user_id, {older[0].id: history})
                 return
-            metadata["history"] = preference_history(
-                held, recall_text(record), str(metadata.get("thread_id") or "")
-            )
+            metadata["history"] = history
         kwargs: dict[str, Any] = {"user_id": user, "metadata": metadata}
         if self._accepts_infer:
             kwargs["infer"] = self.infer

@@ -52,13 +52,11 @@ from retrievalagent.memory._base import (
     PreferencePutBack,
     history_after,
     history_with,
-    history_with_entry,
     kind_of,
     newest_said_first,
-    preference_history,
+    preference_written,
     recall_of,
     recall_text,
-    said_before,
     said_earlier,
     said_until,
 )
@@ -288,6 +286,12 @@ class StoreBackend(PlannedBackend):
 
     def _engine(self) -> Any:
         return self.store
+
+    @property
+    def _memory_index(self) -> Any:
+        """How a search fact or preference is put: embedded by a store with a vector index
+        (its recall text and question), else not (scored here)."""
+        return ["recall", "question"] if self.indexed else False
 
     @staticmethod
     def namespace(user_id: str, kind: str = NAMESPACE) -> tuple[str, str]:
@@ -591,16 +595,13 @@ class StoreBackend(PlannedBackend):
         if record.kind == PREFERENCE:  # the one it replaces stays in its history
             [older] = yield self._batch([GetOp(ns, key)])
             held = older.value if _in_namespace(older, ns) else None
-            if held is not None and said_earlier(value, held):
-                # said before the one stored (a turn replayed at its time): it joins that
-                # one's history, which stays the current preference
-                history = history_with_entry(held.get("history") or [], value)
-                value = {**held, "history": history}
-            else:
-                value["history"] = preference_history(held, record.fact, value.get("thread_id", ""))
+            joins, history = preference_written(held, value, record.fact)
+            value = (
+                {**held, "history": history} if joins and held else {**value, "history": history}
+            )
         ops: list[Any] = []
         if self.indexed:
-            ops.append(PutOp(ns, key, value, index=["recall", "question"]))
+            ops.append(PutOp(ns, key, value, index=self._memory_index))
         else:
             ops.append(PutOp(ns, key, value, index=False))
             if record.kind != PREFERENCE:  # preferences are never scored against a question
@@ -614,8 +615,8 @@ class StoreBackend(PlannedBackend):
 
     def _restore_preference(self, user_id: str, back: PreferencePutBack) -> Plan[bool]:
         value = {**back.entry, "history": back.history}
-        index: Any = ["recall", "question"] if self.indexed else False
-        yield self._batch([PutOp(self.namespace(user_id), back.replacing.id, value, index=index)])
+        ns = self.namespace(user_id)
+        yield self._batch([PutOp(ns, back.replacing.id, value, index=self._memory_index)])
         return True
 
     # -- conversation memory --------------------------------------------------------------
@@ -680,7 +681,7 @@ class StoreBackend(PlannedBackend):
                 "history": history_with(older[r.key].value.get("history") or [], r),
             }
             for r in records
-            if r.key in older and said_before(r, older[r.key].value)
+            if r.key in older and said_earlier(r.at, older[r.key].value)
         }
         records = [r for r in records if r.key not in dated]
         vectors, parts = yield from self._embed_said([r.said or r.text for r in records])
@@ -768,13 +769,12 @@ class StoreBackend(PlannedBackend):
         # facts live with the conversations, preferences with the other memories
         spaces = [self.namespace(user_id, CONVERSATIONS), self.namespace(user_id)]
         found = yield self._batch([GetOp(ns, key) for ns in spaces for key in histories])
-        index: Any = ["recall", "question"] if self.indexed else False
         ops: list[Any] = [
             PutOp(
                 ns,
                 it.key,
                 {**it.value, "history": histories[it.key]},
-                index=False if ns[0] == CONVERSATIONS else index,
+                index=False if ns[0] == CONVERSATIONS else self._memory_index,
             )
             for ns in spaces
             for it in self._own(found, ns)
