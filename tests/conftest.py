@@ -75,6 +75,14 @@ class MemoEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
 
+    # Memories' clause vectors as the packaged model makes them, from its runs of their
+    # texts (not memoized: what tests check of them is the model's own way).
+    def embed_spans(self, texts: list[str], spans: Any) -> Any:
+        return self.inner.embed_spans(texts, spans)
+
+    async def aembed_spans(self, texts: list[str], spans: Any) -> Any:
+        return await self.inner.aembed_spans(texts, spans)
+
 
 @pytest.fixture(scope="session")
 def minilm_model() -> Any:

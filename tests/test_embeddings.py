@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from langchain_core.embeddings import Embeddings
 
-from retrievalagent.embeddings import MiniLMEmbeddings, resolve_embeddings
+from retrievalagent.embeddings import (
+    MiniLMEmbeddings,
+    aembed_with_spans,
+    embed_with_spans,
+    resolve_embeddings,
+)
 from retrievalagent.errors import ConfigError, EmbeddingModelError
+from retrievalagent.memory._hybrid import said_spans
 
 
 def test_vectors_are_normalised_deterministic_and_meaningful(minilm_model) -> None:
@@ -99,3 +107,72 @@ def test_resolution_of_user_choices(minilm_model) -> None:
         resolve_embeddings("minilm-large")
     with pytest.raises(ValueError, match="batch_size"):
         MiniLMEmbeddings(batch_size=0)
+
+
+#: A message that answers "How much do I charge per hour now?" in one of its clauses.
+RATE = "small win: raised my rate to 110 AUD an hour from 1 July, Koala said yes without a fight"
+
+
+def _cos(a: Any, b: Any) -> float:
+    return float(np.dot(np.asarray(a), np.asarray(b)))
+
+
+def test_a_clause_vector_comes_from_its_texts_run_and_says_what_the_clause_says(
+    minilm_model,
+) -> None:
+    """One run of the model per text gives the text's vector (the same as embedding it)
+    and its clauses' vectors: the clause about the rate is far closer to a question about
+    the rate than the whole message is, and close to the clause embedded on its own."""
+    spans = said_spans(RATE)
+    clause = next(k for k, (s, e) in enumerate(spans) if "110 AUD" in RATE[s:e])
+    wholes, parts = minilm_model.embed_spans([RATE], [spans])
+    assert np.allclose(wholes[0], minilm_model.embed_documents([RATE])[0], atol=1e-5)
+    assert len(parts[0]) == len(spans)
+    assert np.allclose(np.linalg.norm(parts[0], axis=1), 1.0, atol=1e-5)
+    question = minilm_model.embed_query("How much do I charge per hour now?")
+    assert _cos(parts[0][clause], question) > _cos(wholes[0], question) + 0.1
+    alone = minilm_model.embed_documents([RATE[slice(*spans[clause])]])[0]
+    assert _cos(parts[0][clause], alone) > 0.7
+
+
+def test_a_clause_past_the_token_limit_is_embedded_on_its_own(minilm_model) -> None:
+    """The model sees a long message's first 256 tokens only: a clause after them has no
+    token states to pool, so it is embedded alone, and still says what it says."""
+    filler = ", ".join(f"then we talked about item {i} of the agenda" for i in range(40))
+    text = f"{filler}. finally, my hourly rate is now 110 AUD from July"
+    spans = said_spans(text)
+    start, end = spans[-1]
+    assert "110 AUD" in text[start:end]
+    _, parts = minilm_model.embed_spans([text], [spans])
+    alone = minilm_model.embed_documents([text[start:end]])[0]
+    assert np.allclose(parts[0][-1], alone, atol=1e-5)
+
+
+class _Counting(Embeddings):
+    """An embedder without spans: vectors by word count, and the calls it got."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return [[float(len(t.split())), 1.0] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+async def test_an_embedder_without_spans_embeds_the_clauses_in_the_same_call() -> None:
+    """Any LangChain embedder works: the clauses are embedded on their own, in the one call
+    that embeds the texts, and each text gets its own clauses' vectors back."""
+    texts = ["one two three, four five six", "seven eight nine ten"]
+    spans = [[(0, 13), (15, 28)], []]
+    for run in ("sync", "async"):
+        counting = _Counting()
+        if run == "sync":
+            wholes, parts = embed_with_spans(counting, texts, spans)
+        else:
+            wholes, parts = await aembed_with_spans(counting, texts, spans)
+        assert counting.calls == [[*texts, "one two three", "four five six"]]
+        assert wholes == [[6.0, 1.0], [4.0, 1.0]]
+        assert parts == [[[3.0, 1.0], [3.0, 1.0]], []]

@@ -33,8 +33,8 @@ verdict uses the median of the rounds.
 
 ``remember`` throughput: ``--batches`` batches of ``--batch-conversations`` (100) new
 conversations, remembered one ``remember`` call each by an agent whose index of the user
-is loaded, against the raw MiniLM ``embed_documents`` of exactly the texts ``remember``
-embeds (what was said in each exchange), in one call (``raw_batch``) and one call per
+is loaded, against the raw MiniLM ``embed_documents`` of the texts ``remember`` stores
+(what was said in each exchange), in one call (``raw_batch``) and one call per
 conversation as ``remember`` makes them (``raw_per_conversation``). The order of the
 three alternates per batch. Target: ``remember`` >= 0.7 x the raw embedder (one call).
 Fifteen batches by default: on a shared 2-core machine the one-call reference alone varies
@@ -84,7 +84,6 @@ from bench.memory.write_latency import DOCS, IngestMemo
 from retrievalagent import init_agent
 from retrievalagent.embeddings import MiniLMEmbeddings
 from retrievalagent.memory._conversations import exchange_records, said_of
-from retrievalagent.memory._hybrid import said_parts
 from retrievalagent.memory._store import _LAG_US
 
 __all__ = ["conversations", "main", "queries"]
@@ -184,14 +183,15 @@ def queries(seed: int = SEED) -> list[str]:
 
 
 def said_texts(conversation: dict[str, Any]) -> list[str]:
-    """Exactly what ``remember`` embeds of a conversation: what was said in each exchange,
-    then the parts of each (``said_parts``), as the store embeds them in one call."""
+    """The texts ``remember`` stores and embeds of a conversation: what was said in each
+    exchange. (Their clauses' vectors come from the same runs of the model, see
+    ``retrievalagent.embeddings._spans``; until 2026-11-27 they were embedded again on their
+    own, and this reference counted them as texts too.)"""
     said = [s for i, m in enumerate(conversation["messages"]) if (s := said_of(m, i))]
     records = exchange_records(
         said, user_id=USER, thread_id=conversation["thread_id"], at=conversation["at"]
     )
-    wholes = [r.said or r.text for r in records]
-    return [*wholes, *(part for text in wholes for part in said_parts(text))]
+    return [r.said or r.text for r in records]
 
 
 # --------------------------------------------------------------------------- backends

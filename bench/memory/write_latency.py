@@ -91,6 +91,13 @@ class IngestMemo(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)
 
+    # memories' clause vectors come from the model's runs of their texts, as without the memo
+    def embed_spans(self, texts: list[str], spans: Any) -> Any:
+        return self.inner.embed_spans(texts, spans)
+
+    async def aembed_spans(self, texts: list[str], spans: Any) -> Any:
+        return await self.inner.aembed_spans(texts, spans)
+
 
 class AlwaysStore:
     """Wraps the agent's grader: same grade, plus a new fact worth storing every turn."""

@@ -11,9 +11,24 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from retrievalagent.embeddings._minilm import MiniLMEmbeddings
+from retrievalagent.embeddings._spans import (
+    Span,
+    SpanEmbeddings,
+    SpanVectors,
+    aembed_with_spans,
+    embed_with_spans,
+)
 from retrievalagent.errors import ConfigError
 
-__all__ = ["MiniLMEmbeddings", "resolve_embeddings"]
+__all__ = [
+    "MiniLMEmbeddings",
+    "Span",
+    "SpanEmbeddings",
+    "SpanVectors",
+    "aembed_with_spans",
+    "embed_with_spans",
+    "resolve_embeddings",
+]
 
 
 def resolve_embeddings(spec: Embeddings | str | None, *, batch_size: int = 8) -> Embeddings:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
+from retrievalagent.embeddings._spans import Span, SpanVectors
 from retrievalagent.errors import EmbeddingModelError
 
 if TYPE_CHECKING:
@@ -173,6 +174,12 @@ class MiniLMEmbeddings(Embeddings):
 
     def _run(self, encodings: list[Any]) -> np.ndarray:
         """One ONNX run over tokenized texts, padded to the longest of them."""
+        hidden, mask = self._hidden(encodings)
+        return _unit_rows((hidden * mask[..., None]).sum(axis=1) / _counts(mask))
+
+    def _hidden(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The model's token states for tokenized texts (one run, padded to the longest),
+        and the mask of real tokens (float32, 1 for a token, 0 for padding)."""
         import numpy as np
 
         ids = np.zeros((len(encodings), max(len(e.ids) for e in encodings)), dtype=np.int64)
@@ -180,15 +187,11 @@ class MiniLMEmbeddings(Embeddings):
         for row, encoding in enumerate(encodings):
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1
-        hidden = self._session.run(
+        hidden: np.ndarray = self._session.run(
             None,
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
         )[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        normalized: np.ndarray = pooled / np.clip(norms, 1e-12, None)
-        return normalized
+        return hidden, mask.astype(np.float32)
 
     def embed_array(self, texts: list[str]) -> np.ndarray:
         """Embeddings as a float32 array of shape (len(texts), 384), in input order."""
@@ -204,6 +207,48 @@ class MiniLMEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = self.embed_array(list(texts)).tolist()
         return vectors
+
+    def embed_spans(self, texts: list[str], spans: Sequence[Sequence[Span]]) -> SpanVectors:
+        """Each text's vector, and for each of its ``spans`` (character offsets) the mean
+        of the token states inside it, with the text's start and end tokens as a whole
+        text's vector has them: one run of the model per text, not one per span (see
+        ``embeddings._spans``). A span past the token limit is embedded on its own."""
+        self.load()
+        import numpy as np
+
+        wholes = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        parts = [np.zeros((len(its), DIMENSION), dtype=np.float32) for its in spans]
+        alone: list[tuple[int, int]] = []
+        encodings = self._encode([text or " " for text in texts])
+        for run in _runs([len(e.ids) for e in encodings], self.batch_size):
+            hidden, mask = self._hidden([encodings[i] for i in run])
+            wholes[run] = _unit_rows((hidden * mask[..., None]).sum(axis=1) / _counts(mask))
+            for row, i in enumerate(run):
+                if not spans[i]:
+                    continue
+                n = len(encodings[i].ids)
+                offsets = np.asarray(encodings[i].offsets, dtype=np.int64).reshape(n, 2)
+                starts, ends = offsets[:, 0], offsets[:, 1]
+                real = ends > starts  # the start and end tokens have no characters
+                seen_to = int(ends.max()) if n else 0  # a text cut at the limit ends early
+                for k, (start, end) in enumerate(spans[i]):
+                    inside = real & (starts >= start) & (ends <= end)
+                    if end > seen_to or not inside.any():
+                        alone.append((i, k))
+                        continue
+                    inside[0] = inside[n - 1] = True
+                    parts[i][k] = _unit_rows(hidden[row, :n][inside].mean(axis=0)[None])[0]
+        if alone:
+            cut = [texts[i][slice(*spans[i][k])] for i, k in alone]
+            for (i, k), vector in zip(alone, self.embed_array(cut), strict=True):
+                parts[i][k] = vector
+        return wholes.tolist(), [p.tolist() for p in parts]
+
+    async def aembed_spans(self, texts: list[str], spans: Sequence[Sequence[Span]]) -> SpanVectors:
+        """Async :meth:`embed_spans`: the model runs on a thread of its own."""
+        from retrievalagent._threads import in_thread
+
+        return await in_thread(lambda: self.embed_spans(texts, spans))
 
     def embed_query(self, text: str) -> list[float]:
         vector: list[float] = self.embed_array([text])[0].tolist()
@@ -234,3 +279,19 @@ def _runs(lengths: list[int], size: int) -> Iterator[list[int]]:
         tokens += lengths[i]
     if run:
         yield run
+
+
+def _counts(mask: np.ndarray) -> np.ndarray:
+    """Real tokens per row, for mean pooling (never zero)."""
+    import numpy as np
+
+    counts: np.ndarray = np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
+    return counts
+
+
+def _unit_rows(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (cosine by one dot product)."""
+    import numpy as np
+
+    out: np.ndarray = rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+    return out

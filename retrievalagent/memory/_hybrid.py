@@ -55,6 +55,7 @@ __all__ = [
     "rank_pool",
     "relevance",
     "said_parts",
+    "said_spans",
     "unit",
 ]
 
@@ -120,20 +121,36 @@ def unit(vector: Sequence[float] | np.ndarray) -> np.ndarray:
     return arr / norm if norm and math.isfinite(norm) else np.zeros_like(arr)
 
 
-def said_parts(said: str) -> list[str]:
-    """What was said in a memory, cut into the parts embedded beside the whole (see the
-    module docstring): its clauses of ``PART_MIN_WORDS`` words or more, speakers left out,
-    at most ``MAX_PARTS`` (neighbours joined beyond that). Empty when there would be only
-    one: the whole text's vector says the same."""
-    parts = []
+def said_spans(said: str) -> list[tuple[int, int]]:
+    """Where the parts of what was said in a memory are (character offsets), the parts
+    ranked beside the whole (see the module docstring): its clauses of
+    ``PART_MIN_WORDS`` words or more, speakers left out, at most ``MAX_PARTS`` (runs of
+    neighbours taken as one beyond that). Empty when there would be only one: the whole
+    text's vector says the same."""
+    spans: list[tuple[int, int]] = []
+    at = 0
     for line in said.split("\n"):
-        line = _SPEAKER.sub("", line, count=1)
-        parts += [p for p in (p.strip() for p in _PART_BREAK.split(line)) if p]
-    parts = [p for p in parts if len(p.split()) >= PART_MIN_WORDS]
-    if len(parts) > MAX_PARTS:
-        size = math.ceil(len(parts) / MAX_PARTS)
-        parts = [" ".join(parts[i : i + size]) for i in range(0, len(parts), size)]
-    return parts if len(parts) > 1 else []
+        speaker = _SPEAKER.match(line)
+        begin = speaker.end() if speaker else 0
+        for piece in _PART_BREAK.split(line[begin:]):
+            stripped = piece.strip()
+            start = line.index(piece, begin) + piece.index(stripped) if stripped else begin
+            begin = start + len(stripped)
+            if len(stripped.split()) >= PART_MIN_WORDS:
+                spans.append((at + start, at + begin))
+        at += len(line) + 1
+    if len(spans) > MAX_PARTS:
+        size = math.ceil(len(spans) / MAX_PARTS)
+        spans = [
+            (spans[i][0], spans[min(i + size, len(spans)) - 1][1])
+            for i in range(0, len(spans), size)
+        ]
+    return spans if len(spans) > 1 else []
+
+
+def said_parts(said: str) -> list[str]:
+    """The parts of what was said that ``said_spans`` finds, as text."""
+    return [said[start:end] for start, end in said_spans(said)]
 
 
 @dataclass

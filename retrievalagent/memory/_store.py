@@ -43,6 +43,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 
 from retrievalagent._threads import in_thread
+from retrievalagent.embeddings import aembed_with_spans, embed_with_spans
 from retrievalagent.index import LexicalEncoder
 from retrievalagent.memory._base import (
     JOINED,
@@ -65,7 +66,7 @@ from retrievalagent.memory._hybrid import (
     IndexCache,
     UserIndex,
     memory_fuser,
-    said_parts,
+    said_spans,
 )
 from retrievalagent.memory._hybrid import unit as _unit
 from retrievalagent.memory._plan import IO, Plan
@@ -109,7 +110,7 @@ def _unpack(value: Any) -> np.ndarray | None:
 
 
 def _pack_parts(vectors: Sequence[Sequence[float]]) -> str:
-    """A memory's part vectors (``said_parts``), in half precision: they only rank, and a
+    """A memory's part vectors (``said_spans``), in half precision: they only rank, and a
     memory has a few of them."""
     return base64.b64encode(np.asarray(vectors, dtype="<f2").tobytes()).decode("ascii")
 
@@ -514,16 +515,16 @@ class StoreBackend(PlannedBackend):
                     index.upsert(it.key, dict(it.value), vector, parts.get(it.key))
 
     def _embed_said(self, texts: list[str]) -> Plan[tuple[list[Any], list[list[Any]]]]:
-        """What was said in each memory embedded whole, and its parts (``said_parts``),
-        all in one call: per text its vector and its parts' vectors."""
-        cut = [said_parts(text) for text in texts]
-        flat = yield self._embed_documents([*texts, *(part for parts in cut for part in parts)])
-        wholes, rest = list(flat[: len(texts)]), list(flat[len(texts) :])
-        out, start = [], 0
-        for parts in cut:
-            out.append(rest[start : start + len(parts)])
-            start += len(parts)
-        return wholes, out
+        """What was said in each memory embedded whole, and its parts (``said_spans``), in
+        one call: per text its vector and its parts' vectors (the parts pooled from the
+        text's own run where the embedder can, see ``embeddings._spans``)."""
+        spans = [said_spans(text) for text in texts]
+        embeddings = self.embeddings
+        wholes, parts = yield IO(
+            lambda: embed_with_spans(embeddings, texts, spans),
+            lambda: aembed_with_spans(embeddings, texts, spans),
+        )
+        return wholes, parts
 
     def _similar(
         self,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from langchain_core.embeddings import Embeddings
 
+from retrievalagent.embeddings import Span, SpanVectors, aembed_with_spans, embed_with_spans
 from retrievalagent.index import Condition, Hit, LexicalEncoder, Sparse, VectorIndex, parse_filter
 from retrievalagent.retrieval._fusion import FusedHit, Fuser
 from retrievalagent.retrieval._rerank import Reranker, complete_ranking
@@ -120,6 +121,13 @@ class QueryEmbedder(Embeddings):
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         return await self.embeddings.aembed_documents(texts)
+
+    # Parts of texts (``embeddings.SpanEmbeddings``), as the wrapped embedder makes them.
+    def embed_spans(self, texts: list[str], spans: Sequence[Sequence[Span]]) -> SpanVectors:
+        return embed_with_spans(self.embeddings, texts, spans)
+
+    async def aembed_spans(self, texts: list[str], spans: Sequence[Sequence[Span]]) -> SpanVectors:
+        return await aembed_with_spans(self.embeddings, texts, spans)
 
 
 def to_source(hit: FusedHit | Hit) -> dict[str, Any]:
