@@ -2696,6 +2696,9 @@ ORDINARY = [
     "call me at +44 20 7946 0958",
     "ISBN 9780306406157",
     "build 1234567890123456 failed",
+    # a hex id whose digits pass a card's checks: part of a word, not a card
+    "note for ea2396111932429296fa6ef8e527cd4d",
+    "request req_4111111111111111 failed",
     "we ran it in 2002 2003 2004 2005",
     "user: bob / admin",
     "login: alice, 2FA enabled",

@@ -215,8 +215,9 @@ _PIN = re.compile(
 _CARD_CODE = re.compile(r"\b(?i:cvv2?|cvc2?|security\s+code)\s*[:=#]?\s*(?P<value>\d{3,4})\b")
 # a payment card's number: 13 to 19 digits, together or in groups (spaces, no-break spaces,
 # dashes, dots), judged by ``_card_number``: a card network's first digits and the Luhn
-# check digit (a phone number after "+", a run of years, an order number mostly fail)
-_CARD_NUMBER = re.compile(r"(?<![\d\-.+/])[2-6](?:[ \u00a0\-.]{0,2}\d){12,18}(?![\d\-])")
+# check digit (a phone number after "+", a run of years, an order number mostly fail); a
+# word of its own: digits inside an id ("ea2396111932429296fa6e...", "req_4111...") are not
+_CARD_NUMBER = re.compile(r"(?<![\w\-.+/])[2-6](?:[ \u00a0\-.]{0,2}\d){12,18}(?![\w\-])")
 #: The first digits of the card networks' numbers (Visa, Mastercard, American Express,
 #: Diners, JCB, Discover, UnionPay, Maestro), as ranges of the number's first four digits.
 _CARD_NETWORKS = (
