@@ -759,6 +759,12 @@ def memory_conversations_section(res: dict[str, Any] | None) -> str:
 HAYSTACK_PREFIX = "memory_conversations_haystack"
 
 
+def _draw(res: dict[str, Any]) -> int:
+    """Which draw of distractors a haystack run is (``--haystack-seed``; 0 is the first)."""
+    seed = str(res["data"].get("haystack_seed", "haystack"))
+    return int(seed.rsplit("-", 1)[1]) if seed.startswith("haystack-") else 0
+
+
 def memory_haystack_section(results: dict[str, dict[str, Any]]) -> str:
     """Issue 21's recall with long histories: the same set, each user's history padded with
     other people's whole conversations (``--haystack N``), over several draws."""
@@ -828,7 +834,15 @@ def memory_haystack_section(results: dict[str, dict[str, Any]]) -> str:
         + ", ".join(f"`{res['command'].strip()}`" for res in first_draw)
         + "). The table is the first draw of distractors.\n\n"
         + table(header, rows)
-        + "\n\n"
+        + '\n\nThe runs (the commit each ran, "+dirty" with changes not yet committed, and '
+        "when, UTC; runs before 7a81014 embedded the clauses alone, and e221b19+dirty is "
+        "7a81014's code before it was committed): "
+        + "; ".join(
+            f"{r['data']['haystack']} added, draw "
+            f"{_draw(r)}: {r.get('git', '?')}, {str(r.get('created', '?'))[:16].replace('T', ' ')}"
+            for r in sorted(runs, key=lambda r: (r["data"]["haystack"], _draw(r)))
+        )
+        + ".\n\n"
         + " ".join(verdicts)
         + (
             "\n\n`recall`'s R@10 over the best single retriever's, per draw of distractors "
@@ -1075,7 +1089,10 @@ def conversation_scale_section(res: dict[str, Any] | None) -> str:
         "agent remembered a conversation just before (a stamp moved, what is new is read); "
         "*after the import*: the same within two minutes of writing the 10,000, when a look "
         "at what is new reads all of them again. mem0 rows: no target (its own vector store "
-        "ranks; `mem0` is `init_agent(memory=True)`, `mem0-async` an `AsyncMemory`).\n\n"
+        "ranks; `mem0` is `init_agent(memory=True)`, `mem0-async` an `AsyncMemory`). The "
+        "machine of the 2026-11-27 18:13 run embedded about 2.2 times slower than that of "
+        "the run before it (`embed_query` p50 8.6 ms against 3.85 ms; the recall code was "
+        "the same), which is why its times are about twice that run's.\n\n"
         + table(
             (
                 "Backend",
