@@ -765,6 +765,16 @@ def _draw(res: dict[str, Any]) -> int:
     return int(seed.rsplit("-", 1)[1]) if seed.startswith("haystack-") else 0
 
 
+def _embed_p50(res: dict[str, Any]) -> str:
+    """The packaged embedder's ``embed_query`` p50 of a scale run, per store measured."""
+    found = [
+        f"{ms(b['summary']['embed_query_p50_ms'])} ({name})"
+        for name, b in res["backends"].items()
+        if b.get("summary", {}).get("embed_query_p50_ms") is not None and not b.get("from_run")
+    ]
+    return ", ".join(found) or "not measured"
+
+
 def memory_haystack_section(results: dict[str, dict[str, Any]]) -> str:
     """Issue 21's recall with long histories: the same set, each user's history padded with
     other people's whole conversations (``--haystack N``), over several draws."""
@@ -835,8 +845,13 @@ def memory_haystack_section(results: dict[str, dict[str, Any]]) -> str:
         + "). The table is the first draw of distractors.\n\n"
         + table(header, rows)
         + '\n\nThe runs (the commit each ran, "+dirty" with changes not yet committed, and '
-        "when, UTC; runs before 7a81014 embedded the clauses alone, and e221b19+dirty is "
-        "7a81014's code before it was committed): "
+        "when, UTC; runs before 7a81014 embedded the clauses alone"
+        + (
+            ", and e221b19+dirty is 7a81014's code before it was committed"
+            if any(r.get("git") == "e221b19+dirty" for r in runs)
+            else ""
+        )
+        + "): "
         + "; ".join(
             f"{r['data']['haystack']} added, draw "
             f"{_draw(r)}: {r.get('git', '?')}, {str(r.get('created', '?'))[:16].replace('T', ' ')}"
@@ -1089,10 +1104,10 @@ def conversation_scale_section(res: dict[str, Any] | None) -> str:
         "agent remembered a conversation just before (a stamp moved, what is new is read); "
         "*after the import*: the same within two minutes of writing the 10,000, when a look "
         "at what is new reads all of them again. mem0 rows: no target (its own vector store "
-        "ranks; `mem0` is `init_agent(memory=True)`, `mem0-async` an `AsyncMemory`). The "
-        "machine of the 2026-11-27 18:13 run embedded about 2.2 times slower than that of "
-        "the run before it (`embed_query` p50 8.6 ms against 3.85 ms; the recall code was "
-        "the same), which is why its times are about twice that run's.\n\n"
+        "ranks; `mem0` is `init_agent(memory=True)`, `mem0-async` an `AsyncMemory`). Every "
+        "time here scales with the machine's speed, which varies from run to run on shared "
+        f"hosts; the latest run's `embed_query` p50 was {_embed_p50(res)} (run {res.get('git', '?')}, "
+        f"{str(res.get('created', '?'))[:16].replace('T', ' ')} UTC).\n\n"
         + table(
             (
                 "Backend",

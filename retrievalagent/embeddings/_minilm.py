@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.embeddings import Embeddings
 
@@ -146,7 +146,7 @@ class MiniLMEmbeddings(Embeddings):
 
         tokenizer = Tokenizer.from_file(str(tok_path))
         tokenizer.enable_truncation(max_length=self.max_tokens)
-        tokenizer.no_padding()  # the file pads to 128; each run is padded by ``_run``
+        tokenizer.no_padding()  # the file pads to 128; each run is padded by ``_hidden``
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads or min(os.cpu_count() or 1, 8)
@@ -161,7 +161,8 @@ class MiniLMEmbeddings(Embeddings):
         return tokenizer, session
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        return self._run(self._encode(texts))
+        hidden, mask = self._hidden(self._encode(texts))
+        return _mean_pooled(hidden, mask)
 
     def _encode(self, texts: list[str]) -> list[Any]:
         """Tokenized texts. A few (a question, one conversation) are tokenized on this
@@ -171,11 +172,6 @@ class MiniLMEmbeddings(Embeddings):
         if len(texts) < _POOLED_TOKENIZING:
             return [self._tokenizer.encode(text) for text in texts]
         return list(self._tokenizer.encode_batch(texts))
-
-    def _run(self, encodings: list[Any]) -> np.ndarray:
-        """One ONNX run over tokenized texts, padded to the longest of them."""
-        hidden, mask = self._hidden(encodings)
-        return _unit_rows((hidden * mask[..., None]).sum(axis=1) / _counts(mask))
 
     def _hidden(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         """The model's token states for tokenized texts (one run, padded to the longest),
@@ -193,15 +189,22 @@ class MiniLMEmbeddings(Embeddings):
         )[0]
         return hidden, mask.astype(np.float32)
 
+    def _each_run(self, texts: list[str]) -> Iterator[_Run]:
+        """The model's runs over ``texts`` (see ``_runs``), the one loop behind whole-text
+        vectors and vectors of parts."""
+        self.load()
+        encodings = self._encode([text or " " for text in texts])
+        for run in _runs([len(e.ids) for e in encodings], self.batch_size):
+            tokens = [encodings[i] for i in run]
+            yield _Run(run, tokens, *self._hidden(tokens))
+
     def embed_array(self, texts: list[str]) -> np.ndarray:
         """Embeddings as a float32 array of shape (len(texts), 384), in input order."""
-        self.load()
         import numpy as np
 
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        encodings = self._encode([text or " " for text in texts])
-        for run in _runs([len(e.ids) for e in encodings], self.batch_size):
-            out[run] = self._run([encodings[i] for i in run])
+        for run in self._each_run(texts):
+            out[run.rows] = _mean_pooled(run.hidden, run.mask)
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -219,15 +222,13 @@ class MiniLMEmbeddings(Embeddings):
         wholes = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         parts = [np.zeros((len(its), DIMENSION), dtype=np.float32) for its in spans]
         alone: list[tuple[int, int]] = []
-        encodings = self._encode([text or " " for text in texts])
-        for run in _runs([len(e.ids) for e in encodings], self.batch_size):
-            hidden, mask = self._hidden([encodings[i] for i in run])
-            wholes[run] = _unit_rows((hidden * mask[..., None]).sum(axis=1) / _counts(mask))
-            for row, i in enumerate(run):
+        for run in self._each_run(texts):
+            wholes[run.rows] = _mean_pooled(run.hidden, run.mask)
+            for row, (i, encoding) in enumerate(zip(run.rows, run.tokens, strict=True)):
                 if not spans[i]:
                     continue
-                n = len(encodings[i].ids)
-                offsets = np.asarray(encodings[i].offsets, dtype=np.int64).reshape(n, 2)
+                n = len(encoding.ids)
+                offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(n, 2)
                 starts, ends = offsets[:, 0], offsets[:, 1]
                 real = ends > starts  # the start and end tokens have no characters
                 seen_to = int(ends.max()) if n else 0  # a text cut at the limit ends early
@@ -237,7 +238,7 @@ class MiniLMEmbeddings(Embeddings):
                         alone.append((i, k))
                         continue
                     inside[0] = inside[n - 1] = True
-                    parts[i][k] = _unit_rows(hidden[row, :n][inside].mean(axis=0)[None])[0]
+                    parts[i][k] = _unit_rows(run.hidden[row, :n][inside].mean(axis=0)[None])[0]
         if alone:
             cut = [texts[i][slice(*spans[i][k])] for i, k in alone]
             for (i, k), vector in zip(alone, self.embed_array(cut), strict=True):
@@ -281,12 +282,22 @@ def _runs(lengths: list[int], size: int) -> Iterator[list[int]]:
         yield run
 
 
-def _counts(mask: np.ndarray) -> np.ndarray:
-    """Real tokens per row, for mean pooling (never zero)."""
+class _Run(NamedTuple):
+    """One run of the model: the texts' indices, their tokens, the token states, and the
+    mask of real tokens (1.0 for a token, 0.0 for padding)."""
+
+    rows: list[int]
+    tokens: list[Any]
+    hidden: np.ndarray
+    mask: np.ndarray
+
+
+def _mean_pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per row, the unit mean of its real tokens' states (a whole text's vector)."""
     import numpy as np
 
-    counts: np.ndarray = np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
-    return counts
+    counts = np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
+    return _unit_rows((hidden * mask[..., None]).sum(axis=1) / counts)
 
 
 def _unit_rows(rows: np.ndarray) -> np.ndarray:

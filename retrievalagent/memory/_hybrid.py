@@ -25,8 +25,9 @@ the relevance gate reads a memory's own words (``Candidate.alone``), except that
 to a question (the exchange before it ends with "?") passes the gate when its question
 does: an unrelated message that merely came next is not recalled, a reply is.
 
-A memory's similarity also reads its parts (``said_parts``: what was said, cut at its
-clauses, each embedded on its own): one vector for a whole message dilutes the clause that
+A memory's similarity also reads its parts (``said_spans``: what was said, cut at its
+clauses, each with a vector of its own, pooled from the message's run of the embedder
+where it can: see ``embeddings._spans``): one vector for a whole message dilutes the clause that
 answers a question ("small win: raised my rate to 110 AUD an hour from 1 July, Koala said
 yes without a fight" is 0.19 similar to "How much do I charge per hour now?", its clause
 about the rate 0.49), and sees nothing of a long one past the embedder's token limit.
@@ -54,7 +55,6 @@ __all__ = [
     "memory_fuser",
     "rank_pool",
     "relevance",
-    "said_parts",
     "said_spans",
     "unit",
 ]
@@ -148,11 +148,6 @@ def said_spans(said: str) -> list[tuple[int, int]]:
     return spans if len(spans) > 1 else []
 
 
-def said_parts(said: str) -> list[str]:
-    """The parts of what was said that ``said_spans`` finds, as text."""
-    return [said[start:end] for start, end in said_spans(said)]
-
-
 @dataclass
 class Candidate:
     """One memory found for a query, with why: both absolute scores and the fused rank."""
@@ -204,7 +199,7 @@ class UserIndex:
         self._row_of: dict[str, int] = {}
         self._rows = _Rows()
         self._matrix = np.zeros((0, 0), dtype=np.float32)
-        # the vectors of memories' parts (``said_parts``), each memory's in a run of rows:
+        # the vectors of memories' parts (``said_spans``), each memory's in a run of rows:
         # row -> (first, end) in ``_part_matrix``
         self._part_matrix = np.zeros((0, 0), dtype=np.float32)
         self._parts_of: dict[int, tuple[int, int]] = {}
@@ -257,7 +252,7 @@ class UserIndex:
     ) -> None:
         """Add a memory, or replace the one stored under ``key`` (the same value again
         changes nothing: a store read back what this index holds already). ``parts``: the
-        unit vectors of its ``said_parts``, one per row, if it has any."""
+        unit vectors of its ``said_spans``, one per row, if it has any."""
         if self.holds(key, value):
             return
         value = _held_value(value)
