@@ -836,7 +836,10 @@ class RetrievalAgent:
         """An imported conversation checked: its messages, and where and when it was had."""
         writer, user = self._writer_for(user_id)
         try:
-            said, when = said_in(messages), parse_time(at, past=True)
+            said = said_in(messages)
+            if at is None:  # dated by its messages where they say when they were said
+                at = min((m.at for m in said if m.at), default=None)
+            when = parse_time(at, past=True)
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from None
         first = next((m.content for m in said if m.role == "user"), said[0].content)
@@ -870,7 +873,10 @@ class RetrievalAgent:
                 skipped.
             user_id: Whose memory it becomes.
             thread_id: The conversation's id (``forget(user_id, thread_id=...)`` erases it).
-            at: When it took place: a datetime or an ISO 8601 string (default now).
+            at: When it took place: a datetime or an ISO 8601 string. Default: the
+                earliest time its messages give (``"at"``, ``"timestamp"``,
+                ``"created_at"`` or ``"create_time"``: an ISO string, a datetime, or
+                seconds since 1970), else now.
 
         Returns:
             What was stored: the exchanges (and, with a model and a store backend, facts

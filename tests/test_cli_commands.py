@@ -260,7 +260,14 @@ def test_memory_import_search_list_and_forget_a_conversation(
     )
     many = _jsonl(
         tmp_path / "chats.jsonl",
-        [{"role": "user", "content": "The printer on floor 2 jams on A3 paper."}],
+        # a ChatGPT-style export's time (seconds since 1970) dates its conversation
+        [
+            {
+                "role": "user",
+                "content": "The printer on floor 2 jams on A3 paper.",
+                "create_time": 1710408600.0,
+            }
+        ],
         {
             "messages": [{"role": "user", "content": "The VPN drops every hour since Monday."}],
             "thread_id": "vpn",
@@ -289,7 +296,7 @@ def test_memory_import_search_list_and_forget_a_conversation(
     listed = memory("list", "ann").stdout
     assert "[said, 2026-01-05]  user: The VPN drops every hour since Monday." in listed
     assert f"[said, {today}]  user: Our vault runs on PostgreSQL 13. / assistant: Noted" in listed
-    assert f"[said, {today}]  user: The printer on floor 2 jams on A3 paper." in listed
+    assert "[said, 2024-03-14]  user: The printer on floor 2 jams on A3 paper." in listed
     nobody = memory("search", "VPN drops", "--user", "bob")
     assert "nothing remembered about 'bob' comes up" in nobody.stdout
     gone = memory("forget", "ann", "--thread", "vpn")

@@ -17,6 +17,7 @@ import json
 import logging
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -599,6 +600,20 @@ def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -
             r"message 0 has no 'role' \(it has 'speaker', 'text'\); expected OpenAI-style",
         ),
         ([{"role": None, "content": "hi"}], None, r"message 0 has an empty 'role' \(None\)"),
+        # a message's own time that cannot be read is refused, not dated today
+        (
+            [{"role": "user", "content": "hi", "timestamp": "last tuesday"}],
+            None,
+            "message 0's timestamp='last tuesday' is not an ISO 8601",
+        ),
+        (
+            [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x", "at": 5}],
+            None,
+            "message 1's at must be a datetime",
+        ),
+        ([{"role": "user", "content": "hi", "create_time": 20260105}], None, "from 1990 on"),
+        ([{"role": "user", "content": "hi", "created_at": float("nan")}], None, "is not a time"),
+        ([{"role": "user", "content": "hi", "created_at": "2999-01-01"}], None, "in the future"),
     ],
 )
 def test_remember_refuses_bad_input_naming_the_problem(
@@ -3106,6 +3121,75 @@ def remembered_at(at: str, user: str) -> tuple[Any, dict[str, Any]]:
         [{"role": "user", "content": "An old note"}], user_id=user, thread_id="t", at=at
     )
     return rag, stored
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("timestamp", "2024-03-14T10:30:00+01:00"),
+        ("created_at", "2024-03-14T09:30:00Z"),
+        ("create_time", 1710408600.0),  # a ChatGPT export: seconds since 1970
+        ("timestamp", 1710408600000),  # milliseconds
+        ("at", datetime(2024, 3, 14, 9, 30, tzinfo=timezone.utc)),
+    ],
+)
+def test_an_imported_conversation_is_dated_by_its_messages_times(key: str, value: Any) -> None:
+    """An export's per-message times date what is stored and recalled; dropped, a
+    conversation from 2024 read as said today."""
+    rag = make_offline_store_agent()
+    messages = [
+        {"role": "user", "content": "I adopted a greyhound called Pip.", key: value},
+        {"role": "assistant", "content": "Congratulations on Pip!"},
+    ]
+    (stored,) = rag.remember(messages, user_id="u", thread_id="t")
+    assert stored["at"].startswith("2024-03-14T09:30:00")
+    hit = rag.recall("What is my dog called?", user_id="u")[0]
+    assert "Pip" in hit["text"] and hit["at"].startswith("2024-03-14T09:30:00")
+    listed = rag.list_memories("u")
+    assert [m["at"][:10] for m in listed] == ["2024-03-14"]
+
+
+@pytest.mark.parametrize("kind", SYNC_BACKENDS)
+def test_message_times_date_memories_on_every_backend(build: Callable[..., Any], kind: str) -> None:
+    rag = build(kind)
+    messages = [
+        {"role": "user", "content": "My cluster runs PostgreSQL 13.", "create_time": 1710408600},
+        {"role": "assistant", "content": "Noted: PostgreSQL 13."},
+    ]
+    rag.remember(messages, user_id="alice", thread_id="old")
+    hits = [h for h in rag.recall("Which PostgreSQL version do I run?", user_id="alice")]
+    assert hits and all(h["at"].startswith("2024-03-14") for h in hits), hits
+
+
+def test_a_message_key_nothing_reads_is_named_in_a_warning() -> None:
+    """A misspelt key would lose what it holds without a word: the call goes on, warned
+    at the caller's line; OpenAI's own message keys and the time keys are not warned of."""
+    rag = make_offline_store_agent()
+    messages = [
+        {"role": "user", "content": "Bob here: my van is a Ford Transit.", "nmae": "Bob"},
+        {"role": "assistant", "content": "Noted.", "tool_calls": [], "refusal": None},
+        {"role": "user", "content": "It is white.", "timestamp": "2024-05-02", "mood": "ok"},
+    ]
+    with pytest.warns(UserWarning, match=r"message 0's 'nmae', message 2's 'mood'") as caught:
+        stored = rag.remember(messages, user_id="u", thread_id="t")
+    assert stored and caught[0].filename == __file__
+    assert "tool_calls" not in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rag.remember(messages[1:2], user_id="u", thread_id="t2")
+
+
+def test_the_earliest_message_time_dates_a_conversation_unless_at_is_given() -> None:
+    rag = make_offline_store_agent()
+    messages = [
+        {"role": "user", "content": "My boiler is a Vaillant ecoTEC.", "timestamp": "2024-05-02"},
+        {"role": "assistant", "content": "Noted.", "timestamp": "2024-05-02T10:01:00Z"},
+        {"role": "user", "content": "It was fitted in 2019.", "timestamp": "2024-05-01T23:00Z"},
+    ]
+    stored = rag.remember_many([{"messages": messages, "thread_id": "a"}], user_id="u")
+    assert stored and all(m["at"].startswith("2024-05-01T23:00") for m in stored)
+    stored = rag.remember(messages, user_id="v", thread_id="b", at="2025-01-01T08:00:00Z")
+    assert stored and all(m["at"].startswith("2025-01-01T08:00") for m in stored)
 
 
 def test_a_time_in_utc_may_end_in_a_lower_case_z() -> None:

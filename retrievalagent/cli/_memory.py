@@ -34,6 +34,7 @@ from retrievalagent.errors import ConfigError
 from retrievalagent.memory import (
     CONVERSATION_KEYS,
     MESSAGE_KEYS,
+    OPENAI_MESSAGE_KEYS,
     parse_time,
     responses_item,
     said_in,
@@ -55,13 +56,6 @@ UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user id (configu
 UserFlag = Annotated[
     str | None, typer.Option("--user", "-u", help="The user id, as the other commands take it.")
 ]
-
-#: What a message may hold beside ``MESSAGE_KEYS``: the keys of OpenAI's own message
-#: objects, which an export carries and which say nothing a memory keeps.
-_OPENAI_MESSAGE_KEYS = frozenset(
-    {"tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
-    | {"type", "status"}  # a Responses API message item
-)
 
 
 def _user(argument: str | None, flag: str | None) -> str:
@@ -186,7 +180,12 @@ def import_history(
         str | None, typer.Option("--thread", help="The conversation's id (one per file).")
     ] = None,
     at: Annotated[
-        str | None, typer.Option("--at", help="When it took place (ISO 8601; default now).")
+        str | None,
+        typer.Option(
+            "--at",
+            help="When it took place (ISO 8601; default: the earliest time its messages give "
+            'under "at", "timestamp", "created_at" or "create_time", else now).',
+        ),
     ] = None,
     collection: CollectionOpt = None,
     store: StoreOpt = None,
@@ -362,7 +361,7 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
                 message,
                 f"message {position}",
                 MESSAGE_KEYS,
-                _OPENAI_MESSAGE_KEYS,
+                OPENAI_MESSAGE_KEYS,
                 "; what else a message should keep goes in 'metadata'",
             )
         try:

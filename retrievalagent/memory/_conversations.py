@@ -16,9 +16,10 @@ import dataclasses
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
@@ -36,6 +37,7 @@ __all__ = [
     "CONVERSATION_KEYS",
     "EARLIER",
     "MESSAGE_KEYS",
+    "OPENAI_MESSAGE_KEYS",
     "ConversationRecord",
     "Said",
     "exchange_records",
@@ -52,7 +54,16 @@ __all__ = [
 #: What a conversation given as a dict holds (``remember_many``, ``memory import``).
 CONVERSATION_KEYS = ("messages", "thread_id", "at")
 #: What ``said_of`` reads of a message given as a dict.
-MESSAGE_KEYS = ("role", "content", "name", "metadata", "id")
+#: Where a message may say when it was said: ``at`` as ``remember`` names a conversation's
+#: time, and the names exports use (ChatGPT's ``create_time`` counts seconds since 1970).
+MESSAGE_TIME_KEYS = ("at", "timestamp", "created_at", "create_time")
+MESSAGE_KEYS = ("role", "content", "name", "metadata", "id", *MESSAGE_TIME_KEYS)
+#: What a message may hold beside ``MESSAGE_KEYS``: the keys of OpenAI's own message
+#: objects, which an export carries and which say nothing a memory keeps.
+OPENAI_MESSAGE_KEYS = frozenset(
+    {"tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
+    | {"type", "status"}  # a Responses API message item
+)
 #: Longest message text kept in one exchange (characters; the rest is cut).
 MAX_SAID_CHARS = 2000
 #: Longest form of the assistant's reply kept beside the user's message.
@@ -84,6 +95,8 @@ class Said:
     name: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    #: when it was said, as the message gives it (``MESSAGE_TIME_KEYS``), UTC ISO; or ""
+    at: str = ""
 
     @property
     def speaker(self) -> str:
@@ -178,6 +191,7 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
         role = str(message.get("role") or "")
         content, name = message.get("content"), message.get("name")
         metadata, ident = message.get("metadata"), message.get("id")
+        timed: Mapping[str, Any] = message
     elif hasattr(message, "type") and hasattr(message, "content"):
         if isinstance(message, BaseMessageChunk):  # a streamed reply, merged
             message = message_chunk_to_message(message)
@@ -189,6 +203,7 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
         # additional_kwargs["metadata"] LangChain's own code uses: both are read
         metadata = _both(getattr(message, "metadata", None), extra.get("metadata"))
         ident = getattr(message, "id", None)
+        timed = extra
     else:
         raise ValueError(
             f"message {position} must be a LangChain message or a dict with 'role' and "
@@ -205,13 +220,59 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
     text = _normalized(content_text(content))
     if not text:
         return None
+    at = _message_time(timed, position, strict)
     return Said(
         role=_ROLES[role],  # type: ignore[arg-type]
         content=text,
         name=_normalized(str(name or "")),
         metadata=dict(metadata or {}),
         id=str(ident or ""),
+        at=at,
     )
+
+
+#: A number of seconds since 1970 from this on is taken as milliseconds (year 5138).
+_MILLISECONDS_FROM = 10**11
+#: Seconds since 1970 before this (1990) are refused: no chat export is that old, and
+#: 20260105 (a date written as a number) would read as August 1970.
+_SECONDS_FROM = 631_152_000
+
+
+def _message_time(message: Mapping[str, Any], position: int, strict: bool) -> str:
+    """When ``message`` says it was said (UTC ISO), or ""; ``ValueError`` naming the
+    message and the key for a time that cannot be read or has not come yet (``strict``:
+    an import; a live turn is dated by the clock instead). An export's times are what
+    date an imported conversation: dropped, it would read as said today."""
+    try:
+        return _time_given(message, position)
+    except ValueError:
+        if strict:
+            raise
+        return ""
+
+
+def _time_given(message: Mapping[str, Any], position: int) -> str:
+    for key in MESSAGE_TIME_KEYS:
+        value = message.get(key)
+        if value is None or value == "":
+            continue
+        what = f"message {position}'s {key}"
+        if isinstance(value, int | float) and not isinstance(value, bool) and key != "at":
+            seconds = value / 1000 if abs(value) >= _MILLISECONDS_FROM else value
+            try:
+                if not seconds >= _SECONDS_FROM:  # NaN too
+                    raise ValueError
+                value = datetime.fromtimestamp(seconds, timezone.utc)
+            except (OverflowError, OSError, ValueError):
+                raise ValueError(
+                    f"{what}={message.get(key)!r} is not a time: expected an ISO 8601 "
+                    "string or seconds (or milliseconds) since 1970, from 1990 on"
+                ) from None
+        try:
+            return iso(parse_time(value, what, past=True))
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+    return ""
 
 
 def _check_role(role: str, message: Any, position: int) -> None:
@@ -327,7 +388,30 @@ def said_in(messages: Any) -> list[Said]:
     said = [s for i, m in enumerate(messages) if (s := said_of(m, i, strict=True)) is not None]
     if not said:
         raise ValueError("messages hold no text from the user or the assistant")
+    _warn_unread(messages)
     return said
+
+
+def _warn_unread(messages: Sequence[Any]) -> None:
+    """A warning naming the keys of dict messages that nothing reads: a misspelt "nmae"
+    would lose a speaker without a word (``memory import`` refuses them; a script's call
+    goes on, warned)."""
+    unread = {
+        (i, key)
+        for i, m in enumerate(messages)
+        if isinstance(m, Mapping) and not responses_item(m)
+        for key in m
+        if key not in MESSAGE_KEYS and key not in OPENAI_MESSAGE_KEYS
+    }
+    if unread:
+        named = ", ".join(f"message {i}'s {key!r}" for i, key in sorted(unread)[:5])
+        warnings.warn(
+            f"not read, so not remembered: {named}{' and more' if len(unread) > 5 else ''}; "
+            f"a message is read by {', '.join(MESSAGE_KEYS)}, and what else it should keep "
+            "goes in its 'metadata'",
+            UserWarning,
+            stacklevel=6,  # the caller of remember or remember_many
+        )
 
 
 def short_reply(text: str, limit: int = MAX_REPLY_CHARS) -> str:
