@@ -836,8 +836,9 @@ class RetrievalAgent:
         """An imported conversation checked: its messages, and where and when it was had."""
         writer, user = self._writer_for(user_id)
         try:
-            said = said_in(messages)
-            if at is None:  # dated by its messages where they say when they were said
+            # dated by its messages where they say when they were said; given, ``at`` wins
+            said = said_in(messages, times=at is None)
+            if at is None:
                 at = min((m.at for m in said if m.at), default=None)
             when = parse_time(at, past=True)
         except (ValueError, TypeError) as exc:
@@ -873,10 +874,12 @@ class RetrievalAgent:
                 skipped.
             user_id: Whose memory it becomes.
             thread_id: The conversation's id (``forget(user_id, thread_id=...)`` erases it).
-            at: When it took place: a datetime or an ISO 8601 string. Default: the
-                earliest time its messages give (``"at"``, ``"timestamp"``,
+            at: When it took place: a datetime or an ISO 8601 string, for all of it.
+                Default: the times its messages give (``"at"``, ``"timestamp"``,
                 ``"created_at"`` or ``"create_time"``: an ISO string, a datetime, or
-                seconds since 1970), else now.
+                seconds since 1970), each exchange dated by its own messages (one without
+                a time as the exchange before it, the first as the earliest time given),
+                else now.
 
         Returns:
             What was stored: the exchanges (and, with a model and a store backend, facts

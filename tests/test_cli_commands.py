@@ -266,6 +266,7 @@ def test_memory_import_search_list_and_forget_a_conversation(
                 "role": "user",
                 "content": "The printer on floor 2 jams on A3 paper.",
                 "create_time": 1710408600.0,
+                "update_time": 1710408700.0,  # an export's edit time: not refused, not read
             }
         ],
         {

@@ -3161,6 +3161,67 @@ def test_message_times_date_memories_on_every_backend(build: Callable[..., Any],
     assert hits and all(h["at"].startswith("2024-03-14") for h in hits), hits
 
 
+def test_each_exchange_is_dated_by_its_own_messages() -> None:
+    """A thread that went on for months: what was said in June is recalled as June's."""
+    rag = make_offline_store_agent()
+    rag.remember(
+        [
+            {"role": "user", "content": "I moved to Berlin.", "timestamp": "2024-01-01T10:00Z"},
+            {"role": "assistant", "content": "Nice.", "timestamp": "2024-01-01T10:01Z"},
+            {"role": "user", "content": "I adopted a cat named Miso.", "timestamp": "2024-06-01"},
+            {"role": "assistant", "content": "Lovely."},
+            {"role": "user", "content": "Miso sleeps on my keyboard."},  # no time: as before it
+        ],
+        user_id="md",
+    )
+    dated = {m["text"].split("\n")[0]: m["at"][:10] for m in rag.list_memories("md")}
+    assert dated == {
+        "user: I moved to Berlin.": "2024-01-01",
+        "user: I adopted a cat named Miso.": "2024-06-01",
+        "user: Miso sleeps on my keyboard.": "2024-06-01",
+    }, dated
+    june = rag.recall("What did I say on June 1 2024?", user_id="md", now="2024-07-01T00:00Z")
+    assert june and "Miso" in june[0]["text"] and june[0]["at"].startswith("2024-06-01")
+
+
+def test_message_times_read_as_a_user_would_give_them() -> None:
+    """numpy and Decimal numbers (a data frame's), a LangChain message's extra field, a
+    blank time skipped; an ``at`` given wins, so it also gets round a time that is broken."""
+    import decimal
+
+    import numpy as np
+
+    rag = make_offline_store_agent()
+    for user, value in [("np", np.int64(1710408600)), ("dec", decimal.Decimal("1710408600"))]:
+        (stored,) = rag.remember(
+            [{"role": "user", "content": "I row on the Thames.", "create_time": value}],
+            user_id=user,
+        )
+        assert stored["at"].startswith("2024-03-14T09:30"), (user, stored["at"])
+    (stored,) = rag.remember(
+        [HumanMessage("I keep bees on the roof.", timestamp="2024-02-02T08:00:00Z")], user_id="lc"
+    )
+    assert stored["at"].startswith("2024-02-02T08:00")
+    (stored,) = rag.remember(
+        [
+            {
+                "role": "user",
+                "content": "I sing in a choir.",
+                "timestamp": "  ",
+                "created_at": "2024-04-04",
+            }
+        ],
+        user_id="blank",
+    )
+    assert stored["at"].startswith("2024-04-04")
+    (stored,) = rag.remember(
+        [{"role": "user", "content": "I fly kites.", "timestamp": "garbage"}],
+        user_id="given",
+        at="2024-06-01T12:00:00Z",
+    )
+    assert stored["at"].startswith("2024-06-01T12:00")
+
+
 def test_a_message_key_nothing_reads_is_named_in_a_warning() -> None:
     """A misspelt key would lose what it holds without a word: the call goes on, warned
     at the caller's line; OpenAI's own message keys and the time keys are not warned of."""
@@ -3179,7 +3240,7 @@ def test_a_message_key_nothing_reads_is_named_in_a_warning() -> None:
         rag.remember(messages[1:2], user_id="u", thread_id="t2")
 
 
-def test_the_earliest_message_time_dates_a_conversation_unless_at_is_given() -> None:
+def test_message_times_date_exchanges_unless_at_is_given() -> None:
     rag = make_offline_store_agent()
     messages = [
         {"role": "user", "content": "My boiler is a Vaillant ecoTEC.", "timestamp": "2024-05-02"},
@@ -3187,7 +3248,8 @@ def test_the_earliest_message_time_dates_a_conversation_unless_at_is_given() -> 
         {"role": "user", "content": "It was fitted in 2019.", "timestamp": "2024-05-01T23:00Z"},
     ]
     stored = rag.remember_many([{"messages": messages, "thread_id": "a"}], user_id="u")
-    assert stored and all(m["at"].startswith("2024-05-01T23:00") for m in stored)
+    # each exchange by the earliest time of its own messages
+    assert [m["at"][:16] for m in stored] == ["2024-05-02T10:01", "2024-05-01T23:00"]
     stored = rag.remember(messages, user_id="v", thread_id="b", at="2025-01-01T08:00:00Z")
     assert stored and all(m["at"].startswith("2025-01-01T08:00") for m in stored)
 

@@ -199,7 +199,7 @@ def import_history(
             thread = check_name(thread, "--thread", NAMED_AFTER_WHAT_WAS_SAID)
         _when(at, "--at")
         # every line is checked before anything is stored: a bad one stops the import
-        conversations = read_conversations(file)
+        conversations = read_conversations(file, at=at)
         if thread is not None and len(conversations) > 1:
             raise ConfigError(
                 f"--thread names one conversation, and {file} holds {len(conversations)}: "
@@ -264,9 +264,10 @@ def _json_rows(path: Path) -> list[tuple[int, Any]]:
     return rows
 
 
-def read_conversations(path: Path) -> list[dict[str, Any]]:
+def read_conversations(path: Path, at: str | None = None) -> list[dict[str, Any]]:
     """The conversations in a JSON-lines file (see ``import``), each ``{"messages": [...]}``
-    with its ``thread_id`` and ``at`` where the line gives them."""
+    with its ``thread_id`` and ``at`` where the line gives them (``at``: ``--at``, which
+    dates a conversation whose line does not, its messages' own times unread)."""
     rows = _json_rows(path)
     if not rows:
         raise ConfigError(f"{path} holds no messages")
@@ -276,7 +277,7 @@ def read_conversations(path: Path) -> list[dict[str, Any]]:
     if _one_kind(path, rows):
         # one conversation, a message a line
         messages = [row for _, row in rows]
-        return [_checked(path, {"messages": messages}, [number for number, _ in rows])]
+        return [_checked(path, {"messages": messages}, [number for number, _ in rows], at)]
     conversations = []
     for number, row in rows:
         if isinstance(row, list):
@@ -286,7 +287,7 @@ def read_conversations(path: Path) -> list[dict[str, Any]]:
                 f"{path} line {number}: expected a message, a list of messages or an object "
                 'with "messages"'
             )
-        conversations.append(_checked(path, row, [number] * max(1, len(row["messages"]))))
+        conversations.append(_checked(path, row, [number] * max(1, len(row["messages"])), at))
     return conversations
 
 
@@ -348,10 +349,13 @@ def _when(at: Any, what: str) -> None:
         raise ConfigError(str(exc)) from None
 
 
-def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict[str, Any]:
+def _checked(
+    path: Path, conversation: dict[str, Any], lines: list[int], at: str | None
+) -> dict[str, Any]:
     """``conversation`` (read from ``lines`` of ``path``, one per message) if ``remember``
     will take it; else ``ConfigError`` naming the line."""
     messages = conversation["messages"]
+    times = conversation.get("at") is None and at is None  # a time given wins over theirs
     _known_keys(path, lines[0], conversation, "the conversation", CONVERSATION_KEYS)
     for position, (line, message) in enumerate(zip(lines, messages, strict=False)):
         if isinstance(message, dict) and not responses_item(message):
@@ -365,11 +369,11 @@ def _checked(path: Path, conversation: dict[str, Any], lines: list[int]) -> dict
                 "; what else a message should keep goes in 'metadata'",
             )
         try:
-            said_of(message, position, strict=True)
+            said_of(message, position, strict=True, times=times)
         except ValueError as exc:
             raise ConfigError(f"{path} line {line}: {exc}") from None
     try:
-        said_in(messages)
+        said_in(messages, times=times)
         if conversation.get("at") is not None:
             _when(conversation["at"], "at")
         if conversation.get("thread_id") is not None:

@@ -13,8 +13,10 @@ twice stores it once.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import hashlib
 import json
+import numbers
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,6 +65,7 @@ MESSAGE_KEYS = ("role", "content", "name", "metadata", "id", *MESSAGE_TIME_KEYS)
 OPENAI_MESSAGE_KEYS = frozenset(
     {"tool_calls", "tool_call_id", "function_call", "refusal", "audio", "annotations"}
     | {"type", "status"}  # a Responses API message item
+    | {"update_time"}  # beside create_time in a ChatGPT export: an edit, not when it was said
 )
 #: Longest message text kept in one exchange (characters; the rest is cut).
 MAX_SAID_CHARS = 2000
@@ -179,7 +182,9 @@ def responses_item(message: Mapping[str, Any]) -> bool:
     return "role" not in message and isinstance(kind, str) and kind not in ("", "message")
 
 
-def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None:
+def said_of(
+    message: Any, position: int, *, strict: bool = False, times: bool = True
+) -> Said | None:
     """A LangChain message or an OpenAI-style dict as a ``Said`` (None for system and tool
     messages, which are not something a person said); ``ValueError`` naming ``position``
     for anything else. ``strict`` (``remember``, ``memory import``): metadata that is not
@@ -203,7 +208,8 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
         # additional_kwargs["metadata"] LangChain's own code uses: both are read
         metadata = _both(getattr(message, "metadata", None), extra.get("metadata"))
         ident = getattr(message, "id", None)
-        timed = extra
+        # a time given as an extra field (HumanMessage("...", timestamp=...)), as metadata is
+        timed = {**(getattr(message, "model_extra", None) or {}), **extra}
     else:
         raise ValueError(
             f"message {position} must be a LangChain message or a dict with 'role' and "
@@ -220,7 +226,7 @@ def said_of(message: Any, position: int, *, strict: bool = False) -> Said | None
     text = _normalized(content_text(content))
     if not text:
         return None
-    at = _message_time(timed, position, strict)
+    at = _message_time(timed, position, strict) if times else ""
     return Said(
         role=_ROLES[role],  # type: ignore[arg-type]
         content=text,
@@ -252,13 +258,16 @@ def _message_time(message: Mapping[str, Any], position: int, strict: bool) -> st
 
 
 def _time_given(message: Mapping[str, Any], position: int) -> str:
+    """The first of ``MESSAGE_TIME_KEYS`` the message gives a time under, read."""
     for key in MESSAGE_TIME_KEYS:
         value = message.get(key)
-        if value is None or value == "":
+        if value is None or (isinstance(value, str) and not value.strip()):
             continue
         what = f"message {position}'s {key}"
-        if isinstance(value, int | float) and not isinstance(value, bool) and key != "at":
-            seconds = value / 1000 if abs(value) >= _MILLISECONDS_FROM else value
+        number = isinstance(value, numbers.Real | decimal.Decimal) and not isinstance(value, bool)
+        if number and key != "at":  # numpy's and Decimal's too, as a data frame gives them
+            seconds = float(value)
+            seconds = seconds / 1000 if abs(seconds) >= _MILLISECONDS_FROM else seconds
             try:
                 if not seconds >= _SECONDS_FROM:  # NaN too
                     raise ValueError
@@ -268,10 +277,13 @@ def _time_given(message: Mapping[str, Any], position: int) -> str:
                     f"{what}={message.get(key)!r} is not a time: expected an ISO 8601 "
                     "string or seconds (or milliseconds) since 1970, from 1990 on"
                 ) from None
-        try:
-            return iso(parse_time(value, what, past=True))
-        except TypeError as exc:
-            raise ValueError(str(exc)) from None
+        if not isinstance(value, str | datetime):
+            numeric = "" if key == "at" else ", or seconds since 1970"
+            raise ValueError(
+                f"{what} must be a datetime or an ISO 8601 string{numeric}, "
+                f"not {type(value).__name__}"
+            )
+        return iso(parse_time(value, what, past=True))
     return ""
 
 
@@ -377,7 +389,7 @@ def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
         ) from None
 
 
-def said_in(messages: Any) -> list[Said]:
+def said_in(messages: Any, *, times: bool = True) -> list[Said]:
     """A conversation's messages as ``Said`` (system and tool messages skipped);
     ``ValueError`` naming what is wrong: not a list, a bad message, nothing said."""
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
@@ -385,7 +397,11 @@ def said_in(messages: Any) -> list[Said]:
             "messages must be a list of LangChain messages or of dicts with 'role' and "
             f"'content', not {type(messages).__name__}"
         )
-    said = [s for i, m in enumerate(messages) if (s := said_of(m, i, strict=True)) is not None]
+    said = [
+        s
+        for i, m in enumerate(messages)
+        if (s := said_of(m, i, strict=True, times=times)) is not None
+    ]
     if not said:
         raise ValueError("messages hold no text from the user or the assistant")
     _warn_unread(messages)
@@ -532,9 +548,11 @@ def exchange_records(
     masked_all, known = _masked_each(said, earlier)
     title = mask_known(mask_secrets(title)[0], known)[0]
     records = []
+    said_at = when  # an exchange is dated by its messages' times, else as the one before it
     for place, span in enumerate(_units(said)):
         raw = [said[i] for i in span]
         unit = [masked_all[i][0] for i in span]
+        said_at = min((m.at for m in raw if m.at), default=said_at)
         masked = sum(masked_all[i][1] for i in span)
         # each line masked again after its cut: a cut may join words into a secret's shape
         lines = [mask_secrets(_line(m)) for m in unit]
@@ -560,7 +578,7 @@ def exchange_records(
                 text=text,
                 user_id=user_id,
                 thread_id=thread_id,
-                at=when,
+                at=said_at,
                 title=title,
                 sources=[source_of(m) for m in unit],
                 message_ids=[i for i in ids if i],
