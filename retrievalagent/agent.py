@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -57,6 +58,8 @@ from retrievalagent.memory import (
     memory_info,
     parse_time,
     said_in,
+    unread_keys,
+    unread_warning,
     user_id_from_config,
 )
 from retrievalagent.models import Answerer, Grader, Rewriter, resolve_model, resolve_reranker
@@ -99,6 +102,16 @@ class _Import(NamedTuple):
     said: list[Said]
     where: dict[str, Any]
     keys: set[str]
+    #: keys of its messages nothing reads (``unread_keys``), warned of by the caller
+    unread: list[str]
+
+
+def _warn_unread(imports: list[_Import]) -> None:
+    """One warning naming the message keys an import does not read, at its caller's line
+    (``remember`` and the like call this: the warning points past them)."""
+    unread = [key for item in imports for key in item.unread]
+    if unread:
+        warnings.warn(unread_warning(unread), UserWarning, stacklevel=3)
 
 
 def _with_news(imports: list[_Import], stored: Sequence[MemoryHit]) -> list[_Import]:
@@ -886,6 +899,7 @@ class RetrievalAgent:
             about the user). Importing the same conversation again stores nothing new.
         """
         writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)
+        _warn_unread(imports)
         return self._store_imports(writer, imports, chunks)
 
     async def aremember(
@@ -898,6 +912,7 @@ class RetrievalAgent:
     ) -> list[MemoryInfo]:
         """Async :meth:`remember`."""
         writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)
+        _warn_unread(imports)
         return await self._astore_imports(writer, imports, chunks)
 
     def _one_history(
@@ -906,7 +921,8 @@ class RetrievalAgent:
         """:meth:`remember`'s conversation, checked, as an import of one."""
         writer, said, where = self._history(messages, user_id, thread_id, at)
         records = writer.exchanges(said, **where)
-        return writer, [_Import(said, where, {r.key for r in records})], [records]
+        keys = {r.key for r in records}
+        return writer, [_Import(said, where, keys, unread_keys(messages))], [records]
 
     def _histories(
         self, conversations: Iterable[Any], user_id: str
@@ -936,7 +952,8 @@ class RetrievalAgent:
             fresh = {r.key: r for r in writer.exchanges(said, **where) if r.key not in held}
             held.update(fresh)
             records += fresh.values()
-            imports.append(_Import(said, where, set(fresh)))
+            unread = [f"conversations[{place}] {key}" for key in unread_keys(messages)]
+            imports.append(_Import(said, where, set(fresh), unread))
         # two conversations of one thread at one time follow each other in the order given,
         # as when remembered one by one: their places count on (recall reads what was said
         # just before an exchange by its place)
@@ -989,7 +1006,9 @@ class RetrievalAgent:
             Every conversation is checked first: a bad one is a ``ConfigError`` naming its
             place, and nothing is stored.
         """
-        return self._store_imports(*self._histories(conversations, user_id))
+        checked = self._histories(conversations, user_id)
+        _warn_unread(checked[1])
+        return self._store_imports(*checked)
 
     async def aremember_many(
         self, conversations: Iterable[Any], *, user_id: str
@@ -997,6 +1016,7 @@ class RetrievalAgent:
         """Async :meth:`remember_many`. The conversations are checked on a thread: a long
         history takes a noticeable time (0.4 s for 3,000) the loop need not wait for."""
         checked = await in_thread(lambda: self._histories(conversations, user_id))
+        _warn_unread(checked[1])
         return await self._astore_imports(*checked)
 
     def _recall_request(

@@ -3238,6 +3238,20 @@ def test_a_message_key_nothing_reads_is_named_in_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rag.remember(messages[1:2], user_id="u", thread_id="t2")
+    many = [{"messages": messages[:1], "thread_id": "m"}, {"messages": messages, "thread_id": "n"}]
+    with pytest.warns(UserWarning, match=r"conversations\[1\] message 2's 'mood'") as caught:
+        rag.remember_many(many, user_id="v")
+    assert caught[0].filename == __file__
+
+    async def imported() -> None:
+        with pytest.warns(UserWarning, match="message 0's 'nmae'") as caught:
+            await rag.aremember_many(many, user_id="w")
+        assert caught[0].filename == __file__
+        with pytest.warns(UserWarning, match="message 0's 'nmae'") as caught:
+            await rag.aremember(messages, user_id="x")
+        assert caught[0].filename == __file__
+
+    asyncio.run(imported())
 
 
 def test_message_times_date_exchanges_unless_at_is_given() -> None:

@@ -34,6 +34,8 @@ from retrievalagent.memory._conversations import (
     said_by_user,
     said_in,
     said_of,
+    unread_keys,
+    unread_warning,
 )
 from retrievalagent.memory._embedded import embedded_mem0, prepare_mem0_import
 from retrievalagent.memory._extract import ExtractedFact, FactExtractor
@@ -85,5 +87,7 @@ __all__ = [
     "said_in",
     "said_of",
     "typed_alias",
+    "unread_keys",
+    "unread_warning",
     "user_id_from_config",
 ]

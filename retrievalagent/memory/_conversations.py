@@ -18,7 +18,6 @@ import hashlib
 import json
 import numbers
 import re
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -51,6 +50,8 @@ __all__ = [
     "short_reply",
     "source_of",
     "speaker_lines",
+    "unread_keys",
+    "unread_warning",
 ]
 
 #: What a conversation given as a dict holds (``remember_many``, ``memory import``).
@@ -404,30 +405,31 @@ def said_in(messages: Any, *, times: bool = True) -> list[Said]:
     ]
     if not said:
         raise ValueError("messages hold no text from the user or the assistant")
-    _warn_unread(messages)
     return said
 
 
-def _warn_unread(messages: Sequence[Any]) -> None:
-    """A warning naming the keys of dict messages that nothing reads: a misspelt "nmae"
-    would lose a speaker without a word (``memory import`` refuses them; a script's call
-    goes on, warned)."""
-    unread = {
-        (i, key)
+def unread_keys(messages: Any) -> list[str]:
+    """The keys of dict messages that nothing reads, each as "message 2's 'nmae'": a
+    misspelt key would lose a speaker without a word (``memory import`` refuses them; a
+    script's call goes on, warned: ``unread_warning``)."""
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        return []
+    return [
+        f"message {i}'s {key!r}"
         for i, m in enumerate(messages)
         if isinstance(m, Mapping) and not responses_item(m)
         for key in m
         if key not in MESSAGE_KEYS and key not in OPENAI_MESSAGE_KEYS
-    }
-    if unread:
-        named = ", ".join(f"message {i}'s {key!r}" for i, key in sorted(unread)[:5])
-        warnings.warn(
-            f"not read, so not remembered: {named}{' and more' if len(unread) > 5 else ''}; "
-            f"a message is read by {', '.join(MESSAGE_KEYS)}, and what else it should keep "
-            "goes in its 'metadata'",
-            UserWarning,
-            stacklevel=6,  # the caller of remember or remember_many
-        )
+    ]
+
+
+def unread_warning(unread: Sequence[str]) -> str:
+    """The warning naming ``unread_keys`` (the first five)."""
+    more = " and more" if len(unread) > 5 else ""
+    return (
+        f"not read, so not remembered: {', '.join(unread[:5])}{more}; a message is read by "
+        f"{', '.join(MESSAGE_KEYS)}, and what else it should keep goes in its 'metadata'"
+    )
 
 
 def short_reply(text: str, limit: int = MAX_REPLY_CHARS) -> str:
