@@ -5,8 +5,10 @@ each read the user's memories, then write from what they read: one puts back a f
 other is erasing, or rewrites a history the other has just changed, and what was forgotten
 comes back. A write of a fact reads the one it replaces the same way: two imports at once
 lose one of their facts, and one beside a forget keeps forgotten words in a history or
-erases what it wrote. Forgets, take-backs and conversation writes of one user take turns. The locks are kept per engine (the LangGraph store,
-the mem0 instance), so agents sharing one share them; they serialize one process only.
+erases what it wrote. Forgets, take-backs and conversation writes of one user take turns.
+The locks are kept per engine (the LangGraph store, the mem0 instance), so agents sharing
+one share them. They serialize one process; a PostgreSQL store's calls also take the
+user's lock in its database (``_shared_locks``), so its workers take turns as well.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 from weakref import WeakKeyDictionary
+
+from retrievalagent.memory._shared_locks import SharedLocks, shared_locks
 
 __all__ = ["UserLocks", "user_locks"]
 
@@ -35,9 +39,10 @@ _POLL_SECONDS = 0.005
 class UserLocks:
     """A lock per user id, made when first asked for and dropped when nobody holds it."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedLocks | None = None) -> None:
         self._guard = threading.Lock()
         self._locks: dict[str, tuple[threading.Lock, int]] = {}
+        self._shared = shared  # the same user's lock across processes, where there is one
 
     def _take(self, user_id: str) -> threading.Lock:
         with self._guard:
@@ -69,9 +74,10 @@ class UserLocks:
         may be a coroutine of that very loop, which cannot go on while the loop is blocked;
         the call then goes on without the lock, as before there was one, and says so."""
         on_loop = _runs_a_loop()
+        deadline = time.monotonic() + WAIT_SECONDS
         with self._entry(user_id) as lock:
             if lock.acquire(timeout=LOOP_WAIT_SECONDS if on_loop else WAIT_SECONDS):
-                with _releasing(lock):
+                with _releasing(lock), self._shared_held(user_id, deadline, what):
                     yield
             elif on_loop:
                 logger.warning(
@@ -94,7 +100,16 @@ class UserLocks:
                     raise TimeoutError(_busy(what))
                 await asyncio.sleep(_POLL_SECONDS)
             with _releasing(lock):
-                yield
+                if self._shared is None:
+                    yield
+                else:
+                    async with self._shared.ahold(user_id, deadline, _busy(what)):
+                        yield
+
+    def _shared_held(self, user_id: str, deadline: float, what: str) -> Any:
+        if self._shared is None:
+            return contextlib.nullcontext()
+        return self._shared.hold(user_id, deadline, _busy(what))
 
     @contextlib.contextmanager
     def held_all(self, user_ids: Iterable[str], what: str) -> Iterator[None]:
@@ -147,7 +162,7 @@ def user_locks(engine: Any) -> UserLocks:
         try:
             locks = _OF_ENGINE.get(engine)
             if locks is None:
-                locks = _OF_ENGINE[engine] = UserLocks()
+                locks = _OF_ENGINE[engine] = UserLocks(shared_locks(engine))
         except TypeError:
-            locks = _OF_ID.setdefault(id(engine), UserLocks())
+            locks = _OF_ID.setdefault(id(engine), UserLocks(shared_locks(engine)))
         return locks

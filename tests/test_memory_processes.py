@@ -1,0 +1,141 @@
+"""Two processes sharing one PostgreSQL store: one user's memory writes take turns.
+
+A write reads what it replaces before it writes (a fact's older version, the stamps), so
+two workers writing one user's memory at once could each miss the other's. On PostgreSQL
+the user's lock is also taken in the database; here a second process's write of the same
+user waits for the first process's write to end, and another user's does not.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+pytestmark = pytest.mark.timeout(240)
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    mode, url, data = sys.argv[1], sys.argv[2], sys.argv[3]
+    from retrievalagent import init_agent
+
+    def said(who):
+        return [{"role": "user", "content": f"{who} runs PostgreSQL 13 on Debian 11."}]
+
+    def report(what):
+        print(what, repr(time.time()), flush=True)
+
+    if mode == "sync":
+        from langgraph.store.postgres import PostgresStore
+
+        with PostgresStore.from_conn_string(url) as store:
+            rag = init_agent("procs", backend_url=":memory:", data_dir=data, memory_store=store)
+            rag.recall("warm up", user_id="carol")
+            report("ready")
+            sys.stdin.readline()
+            rag.remember(said("Bob"), user_id="bob", thread_id="b")
+            report("bob")
+            rag.remember(said("Alice"), user_id="alice", thread_id="child")
+            report("alice")
+            rag.close()
+    else:
+        from langgraph.store.postgres import AsyncPostgresStore
+
+        async def main():
+            async with AsyncPostgresStore.from_conn_string(url) as store:
+                rag = init_agent(
+                    "procs", backend_url=":memory:", data_dir=data, memory_store=store
+                )
+                await rag.arecall("warm up", user_id="carol")
+                report("ready")
+                await asyncio.to_thread(sys.stdin.readline)
+                await rag.aremember(said("Bob"), user_id="bob", thread_id="b")
+                report("bob")
+                await rag.aremember(said("Alice"), user_id="alice", thread_id="child")
+                report("alice")
+                await rag.adrain_background(10)
+                rag.close()
+
+        asyncio.run(main())
+    """
+)
+
+
+class SlowEmbeddings(Embeddings):
+    """The real embedder, which takes ``delay`` seconds over what a write stores: the
+    write holds its user's lock that long."""
+
+    def __init__(self, inner: Any, delay: float) -> None:
+        self.inner, self.delay = inner, delay
+        self.dimension, self.model_name = inner.dimension, inner.model_name
+        self.slowing = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    def embed_spans(self, texts: list[str], spans: Any) -> Any:
+        self.slowing.set()
+        time.sleep(self.delay)
+        return self.inner.embed_spans(texts, spans)
+
+    async def aembed_spans(self, texts: list[str], spans: Any) -> Any:
+        return self.embed_spans(texts, spans)
+
+
+def _times(lines: list[str]) -> dict[str, float]:
+    return {line.split()[0]: float(line.split()[1]) for line in lines if line.strip()}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_one_users_writes_take_turns_across_processes(
+    pg_schema_url: str, tmp_path: Path, minilm_model: Any, make_agent: Any, mode: str
+) -> None:
+    from langgraph.store.postgres import PostgresStore
+
+    slow = SlowEmbeddings(minilm_model, delay=2.0)
+    with PostgresStore.from_conn_string(pg_schema_url) as store:
+        store.setup()
+        rag = make_agent("procs", memory_store=store, embeddings=slow)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, mode, pg_schema_url, str(tmp_path / "child")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env={**os.environ, "MEM0_TELEMETRY": "False"},
+        )  # fmt: skip
+        try:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline().startswith("ready"), child.stderr
+            done: dict[str, float] = {}
+
+            def write() -> None:
+                messages = [{"role": "user", "content": "Alice moved the cluster to Debian 12."}]
+                rag.remember(messages, user_id="alice", thread_id="parent")
+                done["parent"] = time.time()
+
+            writer = threading.Thread(target=write)
+            writer.start()
+            assert slow.slowing.wait(30)  # the parent's write of alice holds her lock now
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            writer.join(60)
+            out, err = child.communicate(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+        assert child.returncode == 0, err
+        times = _times(out.splitlines())
+        # bob's write went ahead; alice's waited for the parent's to end
+        assert times["bob"] < done["parent"] <= times["alice"], (times, done, err)
+        texts = [m["text"] for m in rag.list_memories("alice")]
+        assert any("Debian 12" in t for t in texts) and any("Debian 11" in t for t in texts)
