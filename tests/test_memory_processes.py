@@ -8,6 +8,7 @@ user waits for the first process's write to end, and another user's does not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -139,3 +140,44 @@ def test_one_users_writes_take_turns_across_processes(
         assert times["bob"] < done["parent"] <= times["alice"], (times, done, err)
         texts = [m["text"] for m in rag.list_memories("alice")]
         assert any("Debian 12" in t for t in texts) and any("Debian 11" in t for t in texts)
+
+
+def _advisory_locks(url: str) -> list[Any]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT pid, classid, objid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+
+
+async def test_a_cancelled_write_never_keeps_a_user_locked(
+    pg_schema_url: str, make_agent: Any
+) -> None:
+    """Writes of one user cancelled at every point of their course (waiting for the lock,
+    asking for it, holding it): afterwards nothing is held in the database, and the next
+    write of that user goes straight through."""
+    import asyncio
+
+    from langgraph.store.postgres import AsyncPostgresStore
+
+    async with AsyncPostgresStore.from_conn_string(pg_schema_url) as store:
+        await store.setup()
+        rag = make_agent("procs", memory_store=store)
+        said = [{"role": "user", "content": "I keep the backups on a NAS in the attic."}]
+        await rag.aremember(said, user_id="alice", thread_id="warm")
+        for step in range(40):
+            write = asyncio.ensure_future(
+                rag.aremember(said, user_id="alice", thread_id=f"cancelled-{step}")
+            )
+            await asyncio.sleep(0.002 * (step % 10))
+            write.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await write
+        await asyncio.sleep(0.5)  # a lock got while being cancelled is given back meanwhile
+        assert _advisory_locks(pg_schema_url) == []
+        started = time.monotonic()
+        await rag.aremember(said, user_id="alice", thread_id="after")
+        assert time.monotonic() - started < 5
+        await rag.adrain_background(10)

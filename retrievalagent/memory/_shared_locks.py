@@ -19,8 +19,8 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, NamedTuple
 
 __all__ = ["SharedLocks", "shared_locks"]
 
@@ -51,23 +51,25 @@ class SharedLocks:
     def hold(self, user_id: str, deadline: float, busy: str) -> Iterator[None]:
         """The user's lock until the block ends; ``TimeoutError(busy)`` past ``deadline``
         (``time.monotonic()``)."""
-        with self._connection() as conn:
-            if conn is None:
+        with self._connection() as session:
+            if session is None:
                 yield
                 return
             key = lock_key(user_id)
-            while not _ask(conn, _TRY, key):
+            while not _try(session, key):
                 if time.monotonic() > deadline:
                     raise TimeoutError(busy)
                 time.sleep(_POLL_SECONDS)
             try:
                 yield
             finally:
-                _release(conn, key)
+                _release(session, key)
 
     @contextlib.contextmanager
-    def _connection(self) -> Iterator[Any]:
-        """A connection to hold the lock on for the block (None: no shared lock here)."""
+    def _connection(self) -> Iterator[_Session | None]:
+        """A connection to hold the lock on for the block, with what guards its use (None:
+        no shared lock here). The store's own connection is shared with its calls on other
+        threads, which use it in pipeline mode under the store's lock: ours is taken too."""
         from psycopg_pool import ConnectionPool
 
         store = self._store
@@ -81,47 +83,36 @@ class SharedLocks:
                 yield None
                 return
             with conn.connection() as held:
-                yield held
+                yield _Session(held, contextlib.nullcontext())
         else:
-            yield conn
+            yield _Session(conn, store.lock)
 
     # -- coroutines ------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def ahold(self, user_id: str, deadline: float, busy: str) -> AsyncIterator[None]:
-        """:meth:`hold` for a coroutine (a blocking store's lock is asked on a thread)."""
-        if not self._async:
-            from retrievalagent._threads import in_thread
-
-            with self._connection() as conn:
-                if conn is None:
-                    yield
-                    return
-                key = lock_key(user_id)
-                while not await in_thread(lambda: _ask(conn, _TRY, key)):
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(busy)
-                    await asyncio.sleep(_POLL_SECONDS)
-                try:
-                    yield
-                finally:
-                    await in_thread(lambda: _release(conn, key))
-            return
-        async with self._aconnection() as conn:
-            if conn is None:
+        """:meth:`hold` for a coroutine (a blocking store's lock is asked on a thread). A
+        cancelled wait still learns whether it got the lock, and gives it back if so."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self._async:
+                session = await stack.enter_async_context(self._aconnection())
+            else:
+                session = stack.enter_context(self._connection())
+            if session is None:
                 yield
                 return
             key = lock_key(user_id)
-            while not await _aask(conn, _TRY, key):
+            ask = _aask if self._async else _threaded_ask
+            while not await _settled(ask(session, _TRY, key), session, key, ask):
                 if time.monotonic() > deadline:
                     raise TimeoutError(busy)
                 await asyncio.sleep(_POLL_SECONDS)
             try:
                 yield
             finally:
-                await _arelease(conn, key)
+                await _settled(_given_back(ask, session, key), session, key, ask)
 
     @contextlib.asynccontextmanager
-    async def _aconnection(self) -> AsyncIterator[Any]:
+    async def _aconnection(self) -> AsyncIterator[_Session | None]:
         from psycopg_pool import AsyncConnectionPool
 
         store = self._store
@@ -135,15 +126,24 @@ class SharedLocks:
                 yield None
                 return
             async with conn.connection() as held:
-                yield held
+                yield _Session(held, contextlib.nullcontext())
         else:
-            yield conn
+            yield _Session(conn, store.lock)
 
 
-def _ask(conn: Any, query: str, key: int) -> bool:
+class _Session(NamedTuple):
+    """A connection the lock is held on, and the lock its use takes."""
+
+    conn: Any
+    guard: Any
+
+
+def _ask(session: _Session, query: str, key: int) -> bool:
     from psycopg.rows import tuple_row
 
+    conn = session.conn
     with (
+        session.guard,
         contextlib.nullcontext() if conn.autocommit else conn.transaction(),
         conn.cursor(row_factory=tuple_row) as cur,
     ):
@@ -152,17 +152,35 @@ def _ask(conn: Any, query: str, key: int) -> bool:
     return bool(row and row[0])
 
 
-def _release(conn: Any, key: int) -> None:
+def _try(session: _Session, key: int) -> bool:
+    """``pg_try_advisory_lock``; a call broken off after sending it (Ctrl-C) gives back
+    what the database may have granted."""
     import psycopg
 
-    with contextlib.suppress(psycopg.Error):  # the session is gone, and its locks with it
-        _ask(conn, _UNLOCK, key)
+    try:
+        return _ask(session, _TRY, key)
+    except psycopg.Error:  # refused, or the session is gone: nothing granted to give back
+        raise
+    except BaseException:
+        _release(session, key)
+        raise
 
 
-async def _aask(conn: Any, query: str, key: int) -> bool:
+def _release(session: _Session, key: int) -> None:
+    import psycopg
+
+    try:
+        _ask(session, _UNLOCK, key)
+    except psycopg.Error as exc:  # a broken session takes its locks with it
+        logger.warning("could not give back a user's memory lock: %s", exc)
+
+
+async def _aask(session: _Session, query: str, key: int) -> bool:
     from psycopg.rows import tuple_row
 
+    conn = session.conn
     async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(session.guard)
         if not conn.autocommit:
             await stack.enter_async_context(conn.transaction())
         cur = await stack.enter_async_context(conn.cursor(row_factory=tuple_row))
@@ -171,11 +189,47 @@ async def _aask(conn: Any, query: str, key: int) -> bool:
     return bool(row and row[0])
 
 
-async def _arelease(conn: Any, key: int) -> None:
+async def _threaded_ask(session: _Session, query: str, key: int) -> bool:
+    from retrievalagent._threads import in_thread
+
+    return await in_thread(lambda: _ask(session, query, key))
+
+
+Ask = Callable[[_Session, str, int], Awaitable[bool]]
+
+
+async def _given_back(ask: Ask, session: _Session, key: int) -> bool:
     import psycopg
 
-    with contextlib.suppress(psycopg.Error):
-        await _aask(conn, _UNLOCK, key)
+    try:
+        await ask(session, _UNLOCK, key)
+    except psycopg.Error as exc:
+        logger.warning("could not give back a user's memory lock: %s", exc)
+    return False
+
+
+#: Gives-back still running after the call that started them was cancelled.
+_PENDING: set[asyncio.Task[Any]] = set()
+
+
+async def _settled(asked: Awaitable[bool], session: _Session, key: int, ask: Ask) -> bool:
+    """``asked``, run to its end even if the caller is cancelled meanwhile: a lock it
+    got then is given back (a cancelled coroutine never keeps a user's memory locked)."""
+    task: asyncio.Task[bool] = asyncio.ensure_future(asked)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+
+        def give_back(done: asyncio.Task[bool]) -> None:
+            if not done.cancelled() and done.exception() is None and done.result():
+                back = asyncio.ensure_future(_given_back(ask, session, key))
+                _PENDING.add(back)
+                back.add_done_callback(_PENDING.discard)
+
+        _PENDING.add(task)
+        task.add_done_callback(_PENDING.discard)
+        task.add_done_callback(give_back)
+        raise
 
 
 _SKIPPED: set[str] = set()
