@@ -102,7 +102,7 @@ class SharedLocks:
                 return
             key = lock_key(user_id)
             ask = _aask if self._async else _threaded_ask
-            while not await _settled(ask(session, _TRY, key), session, key, ask):
+            while not await _settled(ask(session, key, False), session, key, ask):
                 if time.monotonic() > deadline:
                     raise TimeoutError(busy)
                 await asyncio.sleep(_POLL_SECONDS)
@@ -138,7 +138,8 @@ class _Session(NamedTuple):
     guard: Any
 
 
-def _ask(session: _Session, query: str, key: int) -> bool:
+def _ask(session: _Session, key: int, unlock: bool) -> bool:
+    """``pg_try_advisory_lock`` (or, ``unlock``, ``pg_advisory_unlock``) of ``key``."""
     from psycopg.rows import tuple_row
 
     conn = session.conn
@@ -147,7 +148,10 @@ def _ask(session: _Session, query: str, key: int) -> bool:
         contextlib.nullcontext() if conn.autocommit else conn.transaction(),
         conn.cursor(row_factory=tuple_row) as cur,
     ):
-        cur.execute(query, (key,))
+        if unlock:
+            cur.execute(_UNLOCK, (key,))
+        else:
+            cur.execute(_TRY, (key,))
         row = cur.fetchone()
     return bool(row and row[0])
 
@@ -158,7 +162,7 @@ def _try(session: _Session, key: int) -> bool:
     import psycopg
 
     try:
-        return _ask(session, _TRY, key)
+        return _ask(session, key, False)
     except psycopg.Error:  # refused, or the session is gone: nothing granted to give back
         raise
     except BaseException:
@@ -170,12 +174,12 @@ def _release(session: _Session, key: int) -> None:
     import psycopg
 
     try:
-        _ask(session, _UNLOCK, key)
+        _ask(session, key, True)
     except psycopg.Error as exc:  # a broken session takes its locks with it
         logger.warning("could not give back a user's memory lock: %s", exc)
 
 
-async def _aask(session: _Session, query: str, key: int) -> bool:
+async def _aask(session: _Session, key: int, unlock: bool) -> bool:
     from psycopg.rows import tuple_row
 
     conn = session.conn
@@ -184,25 +188,28 @@ async def _aask(session: _Session, query: str, key: int) -> bool:
         if not conn.autocommit:
             await stack.enter_async_context(conn.transaction())
         cur = await stack.enter_async_context(conn.cursor(row_factory=tuple_row))
-        await cur.execute(query, (key,))
+        if unlock:
+            await cur.execute(_UNLOCK, (key,))
+        else:
+            await cur.execute(_TRY, (key,))
         row = await cur.fetchone()
     return bool(row and row[0])
 
 
-async def _threaded_ask(session: _Session, query: str, key: int) -> bool:
+async def _threaded_ask(session: _Session, key: int, unlock: bool) -> bool:
     from retrievalagent._threads import in_thread
 
-    return await in_thread(lambda: _ask(session, query, key))
+    return await in_thread(lambda: _ask(session, key, unlock))
 
 
-Ask = Callable[[_Session, str, int], Awaitable[bool]]
+Ask = Callable[[_Session, int, bool], Awaitable[bool]]
 
 
 async def _given_back(ask: Ask, session: _Session, key: int) -> bool:
     import psycopg
 
     try:
-        await ask(session, _UNLOCK, key)
+        await ask(session, key, True)
     except psycopg.Error as exc:
         logger.warning("could not give back a user's memory lock: %s", exc)
     return False
