@@ -48,6 +48,27 @@ CHILD = textwrap.dedent(
             rag.remember(said("Alice"), user_id="alice", thread_id="child")
             report("alice")
             rag.close()
+    elif mode == "blocking-on-async":  # sync calls on an AsyncPostgresStore, from a thread
+        import threading
+        from langgraph.store.postgres import AsyncPostgresStore
+
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=True).start()
+        opened = AsyncPostgresStore.from_conn_string(url)
+
+        async def enter():
+            return await opened.__aenter__()
+
+        store = asyncio.run_coroutine_threadsafe(enter(), loop).result()
+        rag = init_agent("procs", backend_url=":memory:", data_dir=data, memory_store=store)
+        rag.recall("warm up", user_id="carol")
+        report("ready")
+        sys.stdin.readline()
+        rag.remember(said("Bob"), user_id="bob", thread_id="b")
+        report("bob")
+        rag.remember(said("Alice"), user_id="alice", thread_id="child")
+        report("alice")
+        rag.close()
     else:
         from langgraph.store.postgres import AsyncPostgresStore
 
@@ -99,7 +120,7 @@ def _times(lines: list[str]) -> dict[str, float]:
     return {line.split()[0]: float(line.split()[1]) for line in lines if line.strip()}
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", ["sync", "async", "blocking-on-async"])
 def test_one_users_writes_take_turns_across_processes(
     pg_schema_url: str, tmp_path: Path, minilm_model: Any, make_agent: Any, mode: str
 ) -> None:

@@ -70,13 +70,21 @@ class SharedLocks:
         """A connection to hold the lock on for the block, with what guards its use (None:
         no shared lock here). The store's own connection is shared with its calls on other
         threads, which use it in pipeline mode under the store's lock: ours is taken too."""
-        from psycopg_pool import ConnectionPool
+        from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
         store = self._store
-        if self._async or getattr(store, "pipe", None) is not None:
-            yield None  # an async store in a blocking call; a pipeline: see ``_skipped``
+        if getattr(store, "pipe", None) is not None:
+            _skipped("a store in pipeline mode")
+            yield None
             return
         conn = store.conn
+        if self._async:  # a blocking call on an async store: asked on the store's loop
+            if isinstance(conn, AsyncConnectionPool):
+                _skipped("a blocking call on an AsyncPostgresStore's connection pool")
+                yield None
+            else:  # (never from the loop's own thread: the store refuses such calls too)
+                yield _Session(conn, store.lock, store.loop)
+            return
         if isinstance(conn, ConnectionPool):
             if (conn.max_size or 0) < 2:  # the store's own calls would wait for this one
                 _skipped("a connection pool of one")
@@ -117,6 +125,7 @@ class SharedLocks:
 
         store = self._store
         if getattr(store, "pipe", None) is not None:
+            _skipped("a store in pipeline mode")
             yield None
             return
         conn = store.conn
@@ -132,15 +141,21 @@ class SharedLocks:
 
 
 class _Session(NamedTuple):
-    """A connection the lock is held on, and the lock its use takes."""
+    """A connection the lock is held on, and the lock its use takes; ``loop``: the event
+    loop an async connection is used on, for a blocking call."""
 
     conn: Any
     guard: Any
+    loop: asyncio.AbstractEventLoop | None = None
 
 
 def _ask(session: _Session, key: int, unlock: bool) -> bool:
     """``pg_try_advisory_lock`` (or, ``unlock``, ``pg_advisory_unlock``) of ``key``."""
     from psycopg.rows import tuple_row
+
+    if session.loop is not None:
+        asked = asyncio.run_coroutine_threadsafe(_aask(session, key, unlock), session.loop)
+        return asked.result()
 
     conn = session.conn
     with (
@@ -246,8 +261,8 @@ def _skipped(why: str) -> None:
     if why not in _SKIPPED:
         _SKIPPED.add(why)
         logger.warning(
-            "memory writes of one user are not serialized across processes with %s: "
-            "give the PostgresStore a pool of at least 2 connections",
+            "memory writes of one user do not take turns across processes with %s "
+            "(see 'Seeing and erasing what is remembered' in docs/memory.md)",
             why,
         )
 
