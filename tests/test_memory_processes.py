@@ -202,3 +202,30 @@ async def test_a_cancelled_write_never_keeps_a_user_locked(
         await rag.aremember(said, user_id="alice", thread_id="after")
         assert time.monotonic() - started < 5
         await rag.adrain_background(10)
+
+
+def test_a_store_written_through_is_let_go_with_the_agent(
+    pg_schema_url: str, tmp_path: Path, minilm: Any
+) -> None:
+    """The locks kept per store do not keep the store (and its connection) alive."""
+    import gc
+    import weakref
+
+    from langgraph.store.postgres import PostgresStore
+
+    from retrievalagent import init_agent
+
+    with PostgresStore.from_conn_string(pg_schema_url) as store:
+        store.setup()
+        rag = init_agent(
+            "procs", backend_url=":memory:", data_dir=tmp_path, embeddings=minilm,
+            memory_store=store,
+        )  # fmt: skip
+        said = [{"role": "user", "content": "I keep the backups on a NAS in the attic."}]
+        rag.remember(said, user_id="alice", thread_id="t")
+        rag.forget("alice", thread_id="t")
+        rag.close()
+    gone = weakref.ref(store)
+    del store, rag
+    gc.collect()
+    assert gone() is None

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -43,7 +44,9 @@ class SharedLocks:
     """Advisory locks in the database of a LangGraph Postgres store."""
 
     def __init__(self, store: Any, *, is_async: bool) -> None:
-        self._store = store
+        # weakly: these locks are kept in a WeakKeyDictionary under the store itself, and a
+        # value holding its key would keep both alive for ever
+        self._store = weakref.ref(store)
         self._async = is_async
 
     # -- blocking calls --------------------------------------------------------------------
@@ -72,9 +75,10 @@ class SharedLocks:
         threads, which use it in pipeline mode under the store's lock: ours is taken too."""
         from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-        store = self._store
-        if getattr(store, "pipe", None) is not None:
-            _skipped("a store in pipeline mode")
+        store = self._store()
+        if store is None or getattr(store, "pipe", None) is not None:
+            if store is not None:
+                _skipped("a store in pipeline mode")
             yield None
             return
         conn = store.conn
@@ -123,9 +127,10 @@ class SharedLocks:
     async def _aconnection(self) -> AsyncIterator[_Session | None]:
         from psycopg_pool import AsyncConnectionPool
 
-        store = self._store
-        if getattr(store, "pipe", None) is not None:
-            _skipped("a store in pipeline mode")
+        store = self._store()
+        if store is None or getattr(store, "pipe", None) is not None:
+            if store is not None:
+                _skipped("a store in pipeline mode")
             yield None
             return
         conn = store.conn
