@@ -229,3 +229,37 @@ def test_a_store_written_through_is_let_go_with_the_agent(
     del store, rag
     gc.collect()
     assert gone() is None
+
+
+def test_a_pooled_store_serves_many_users_writing_at_once(
+    pg_schema_url: str, make_agent: Any
+) -> None:
+    """The locks never take the connections the store's own calls need: six users'
+    writes at once on a pool of two all land (holding each lock on a pooled connection
+    left none for the writes: every one timed out)."""
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    with ConnectionPool(pg_schema_url, min_size=1, max_size=2, timeout=5, kwargs=kwargs) as pool:
+        store = PostgresStore(pool)
+        store.setup()
+        rag = make_agent("procs", memory_store=store)
+        errors: list[BaseException] = []
+
+        def write(i: int) -> None:
+            said = [{"role": "user", "content": f"User {i} keeps backups on a NAS."}]
+            try:
+                rag.remember(said, user_id=f"u{i}", thread_id="t")
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == []
+        assert all(rag.list_memories(f"u{i}") for i in range(6))
+        assert _advisory_locks(pg_schema_url) == []

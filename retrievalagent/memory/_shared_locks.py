@@ -6,22 +6,29 @@ own. Between them a fact written from one conversation could replace, unseen, th
 other wrote a moment before, or come back right after the other erased its conversation.
 A LangGraph ``PostgresStore`` (or ``AsyncPostgresStore``) already shares one database, so
 it holds the lock: a session advisory lock per user, taken with ``pg_try_advisory_lock``
-and polled (a blocking wait would tie up the connection every other user of the process
-shares). A crashed process's locks go with its session. Other stores have no second
-process to meet (``InMemoryStore``), or none this library can lock in (another database):
-they get no shared lock.
+and polled.
+
+The locks live on a connection of their own, one per store and process, opened to the
+store's database when first needed. Never on the store's connections: a pool whose
+connections each held a lock would leave none for the store's own calls, and a call
+broken off halfway (Ctrl-C) would leave the store's connection in the middle of a
+command. Ours is closed instead, which gives back every lock it held; a crashed process's
+locks go with its connection the same way. Other stores have no second process to meet
+(``InMemoryStore``), or none this library can lock in: they get no shared lock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import hashlib
 import logging
+import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 __all__ = ["SharedLocks", "shared_locks"]
 
@@ -41,235 +48,144 @@ def lock_key(user_id: str) -> int:
 
 
 class SharedLocks:
-    """Advisory locks in the database of a LangGraph Postgres store."""
+    """Advisory locks in the database of a LangGraph Postgres store, held on a connection
+    of their own (blocking; a coroutine asks on a thread)."""
 
-    def __init__(self, store: Any, *, is_async: bool) -> None:
-        # weakly: these locks are kept in a WeakKeyDictionary under the store itself, and a
-        # value holding its key would keep both alive for ever
-        self._store = weakref.ref(store)
-        self._async = is_async
+    def __init__(self, conninfo: str, kwargs: dict[str, Any]) -> None:
+        self._conninfo = conninfo
+        self._kwargs = {k: v for k, v in kwargs.items() if k not in _NOT_OURS}
+        self._guard = threading.Lock()
+        self._conn: Any = None
+
+    # -- the connection ----------------------------------------------------------------------
+    def _ask(self, key: int, unlock: bool) -> bool:
+        """``pg_try_advisory_lock`` (``unlock``: ``pg_advisory_unlock``) of ``key``. On any
+        failure the connection is closed (its locks with it) and opened again next time."""
+        import psycopg
+        from psycopg.rows import tuple_row
+
+        with self._guard:
+            for attempt in (1, 2):
+                reused = self._conn is not None and not self._conn.closed
+                try:
+                    if not reused:
+                        self._conn = psycopg.connect(
+                            self._conninfo, **self._kwargs, autocommit=True, row_factory=tuple_row
+                        )
+                    if unlock:
+                        row = self._conn.execute(_UNLOCK, (key,)).fetchone()
+                    else:
+                        row = self._conn.execute(_TRY, (key,)).fetchone()
+                    return bool(row and row[0])
+                except psycopg.OperationalError:
+                    self.close_connection()
+                    if not reused or attempt == 2 or unlock:  # a restarted server: once more
+                        raise
+                except BaseException:
+                    self.close_connection()
+                    raise
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def _given_back(self, key: int) -> None:
+        import psycopg
+
+        try:
+            self._ask(key, True)
+        except psycopg.Error as exc:  # closed: the lock went with the connection
+            logger.warning("gave back a user's memory lock by closing its connection: %s", exc)
 
     # -- blocking calls --------------------------------------------------------------------
     @contextlib.contextmanager
     def hold(self, user_id: str, deadline: float, busy: str) -> Iterator[None]:
         """The user's lock until the block ends; ``TimeoutError(busy)`` past ``deadline``
         (``time.monotonic()``)."""
-        with self._connection() as session:
-            if session is None:
-                yield
-                return
-            key = lock_key(user_id)
-            while not _try(session, key):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(busy)
-                time.sleep(_POLL_SECONDS)
-            try:
-                yield
-            finally:
-                _release(session, key)
-
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[_Session | None]:
-        """A connection to hold the lock on for the block, with what guards its use (None:
-        no shared lock here). The store's own connection is shared with its calls on other
-        threads, which use it in pipeline mode under the store's lock: ours is taken too."""
-        from psycopg_pool import AsyncConnectionPool, ConnectionPool
-
-        store = self._store()
-        if store is None or getattr(store, "pipe", None) is not None:
-            if store is not None:
-                _skipped("a store in pipeline mode")
-            yield None
-            return
-        conn = store.conn
-        if self._async:  # a blocking call on an async store: asked on the store's loop
-            if isinstance(conn, AsyncConnectionPool):
-                _skipped("a blocking call on an AsyncPostgresStore's connection pool")
-                yield None
-            else:  # (never from the loop's own thread: the store refuses such calls too)
-                yield _Session(conn, store.lock, store.loop)
-            return
-        if isinstance(conn, ConnectionPool):
-            if (conn.max_size or 0) < 2:  # the store's own calls would wait for this one
-                _skipped("a connection pool of one")
-                yield None
-                return
-            with conn.connection() as held:
-                yield _Session(held, contextlib.nullcontext())
-        else:
-            yield _Session(conn, store.lock)
+        key = lock_key(user_id)
+        while not self._ask(key, False):
+            if time.monotonic() > deadline:
+                raise TimeoutError(busy)
+            time.sleep(_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            self._given_back(key)
 
     # -- coroutines ------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def ahold(self, user_id: str, deadline: float, busy: str) -> AsyncIterator[None]:
-        """:meth:`hold` for a coroutine (a blocking store's lock is asked on a thread). A
-        cancelled wait still learns whether it got the lock, and gives it back if so."""
-        async with contextlib.AsyncExitStack() as stack:
-            if self._async:
-                session = await stack.enter_async_context(self._aconnection())
-            else:
-                session = stack.enter_context(self._connection())
-            if session is None:
-                yield
-                return
-            key = lock_key(user_id)
-            ask = _aask if self._async else _threaded_ask
-            while not await _settled(ask(session, key, False), session, key, ask):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(busy)
-                await asyncio.sleep(_POLL_SECONDS)
+        """:meth:`hold` for a coroutine. A cancelled wait still learns whether it got the
+        lock (the question runs on to its end on its thread), and gives it back if so."""
+        key = lock_key(user_id)
+        while not await self._settled(key, False):
+            if time.monotonic() > deadline:
+                raise TimeoutError(busy)
+            await asyncio.sleep(_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            await self._settled(key, True)
+
+    async def _settled(self, key: int, unlock: bool) -> bool:
+        """Ask on a thread of its own, which runs on to its end whatever becomes of the
+        caller: a lock got for a caller cancelled meanwhile (or whose loop has closed) is
+        given back there, not left to a callback of a loop that may never run again."""
+        answer: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        abandoned = threading.Event()
+        settling = threading.Lock()
+
+        def ask() -> None:
             try:
-                yield
-            finally:
-                await _settled(_given_back(ask, session, key), session, key, ask)
-
-    @contextlib.asynccontextmanager
-    async def _aconnection(self) -> AsyncIterator[_Session | None]:
-        from psycopg_pool import AsyncConnectionPool
-
-        store = self._store()
-        if store is None or getattr(store, "pipe", None) is not None:
-            if store is not None:
-                _skipped("a store in pipeline mode")
-            yield None
-            return
-        conn = store.conn
-        if isinstance(conn, AsyncConnectionPool):
-            if (conn.max_size or 0) < 2:
-                _skipped("a connection pool of one")
-                yield None
+                got = False if unlock else self._ask(key, False)
+                if unlock:
+                    self._given_back(key)
+            except BaseException as exc:  # to the caller, if it still waits
+                answer.set_exception(exc)
                 return
-            async with conn.connection() as held:
-                yield _Session(held, contextlib.nullcontext())
-        else:
-            yield _Session(conn, store.lock)
+            with settling:
+                if got and abandoned.is_set():
+                    self._given_back(key)
+                    got = False
+                answer.set_result(got)
+
+        threading.Thread(target=ask, name="retrievalagent-memory-lock", daemon=True).start()
+        waited = asyncio.wrap_future(answer)
+        try:
+            return await asyncio.shield(waited)
+        except asyncio.CancelledError:
+            waited.add_done_callback(_seen)  # nobody waits for its error any more
+            with settling:
+                abandoned.set()
+                got = answer.done() and answer.exception() is None and answer.result()
+            if got:  # answered just before the cancel reached us
+                threading.Thread(target=self._given_back, args=(key,), daemon=True).start()
+            raise
 
 
-class _Session(NamedTuple):
-    """A connection the lock is held on, and the lock its use takes; ``loop``: the event
-    loop an async connection is used on, for a blocking call."""
-
-    conn: Any
-    guard: Any
-    loop: asyncio.AbstractEventLoop | None = None
+def _seen(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled():
+        done.exception()
 
 
-def _ask(session: _Session, key: int, unlock: bool) -> bool:
-    """``pg_try_advisory_lock`` (or, ``unlock``, ``pg_advisory_unlock``) of ``key``."""
-    from psycopg.rows import tuple_row
-
-    if session.loop is not None:
-        asked = asyncio.run_coroutine_threadsafe(_aask(session, key, unlock), session.loop)
-        return asked.result()
-
-    conn = session.conn
-    with (
-        session.guard,
-        contextlib.nullcontext() if conn.autocommit else conn.transaction(),
-        conn.cursor(row_factory=tuple_row) as cur,
-    ):
-        if unlock:
-            cur.execute(_UNLOCK, (key,))
-        else:
-            cur.execute(_TRY, (key,))
-        row = cur.fetchone()
-    return bool(row and row[0])
+#: Connection arguments of the store's that do not fit ours (we set them).
+_NOT_OURS = frozenset({"autocommit", "row_factory", "prepare_threshold", "cursor_factory"})
 
 
-def _try(session: _Session, key: int) -> bool:
-    """``pg_try_advisory_lock``; a call broken off after sending it (Ctrl-C) gives back
-    what the database may have granted."""
-    import psycopg
-
-    try:
-        return _ask(session, key, False)
-    except psycopg.Error:  # refused, or the session is gone: nothing granted to give back
-        raise
-    except BaseException:
-        _release(session, key)
-        raise
-
-
-def _release(session: _Session, key: int) -> None:
-    import psycopg
-
-    try:
-        _ask(session, key, True)
-    except psycopg.Error as exc:  # a broken session takes its locks with it
-        logger.warning("could not give back a user's memory lock: %s", exc)
-
-
-async def _aask(session: _Session, key: int, unlock: bool) -> bool:
-    from psycopg.rows import tuple_row
-
-    conn = session.conn
-    async with contextlib.AsyncExitStack() as stack:
-        await stack.enter_async_context(session.guard)
-        if not conn.autocommit:
-            await stack.enter_async_context(conn.transaction())
-        cur = await stack.enter_async_context(conn.cursor(row_factory=tuple_row))
-        if unlock:
-            await cur.execute(_UNLOCK, (key,))
-        else:
-            await cur.execute(_TRY, (key,))
-        row = await cur.fetchone()
-    return bool(row and row[0])
-
-
-async def _threaded_ask(session: _Session, key: int, unlock: bool) -> bool:
-    from retrievalagent._threads import in_thread
-
-    return await in_thread(lambda: _ask(session, key, unlock))
-
-
-Ask = Callable[[_Session, int, bool], Awaitable[bool]]
-
-
-async def _given_back(ask: Ask, session: _Session, key: int) -> bool:
-    import psycopg
-
-    try:
-        await ask(session, key, True)
-    except psycopg.Error as exc:
-        logger.warning("could not give back a user's memory lock: %s", exc)
-    return False
-
-
-#: Gives-back still running after the call that started them was cancelled.
-_PENDING: set[asyncio.Task[Any]] = set()
-
-
-async def _settled(asked: Awaitable[bool], session: _Session, key: int, ask: Ask) -> bool:
-    """``asked``, run to its end even if the caller is cancelled meanwhile: a lock it
-    got then is given back (a cancelled coroutine never keeps a user's memory locked)."""
-    task: asyncio.Task[bool] = asyncio.ensure_future(asked)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-
-        def give_back(done: asyncio.Task[bool]) -> None:
-            if not done.cancelled() and done.exception() is None and done.result():
-                back = asyncio.ensure_future(_given_back(ask, session, key))
-                _PENDING.add(back)
-                back.add_done_callback(_PENDING.discard)
-
-        _PENDING.add(task)
-        task.add_done_callback(_PENDING.discard)
-        task.add_done_callback(give_back)
-        raise
-
-
-_SKIPPED: set[str] = set()
-
-
-def _skipped(why: str) -> None:
-    if why not in _SKIPPED:
-        _SKIPPED.add(why)
-        logger.warning(
-            "memory writes of one user do not take turns across processes with %s "
-            "(see 'Seeing and erasing what is remembered' in docs/memory.md)",
-            why,
-        )
+def _connection_of(store: Any) -> tuple[str, dict[str, Any]] | None:
+    """How to open a connection to ``store``'s database: its pool's conninfo and
+    arguments, or its connection's (with the password, which ``info.dsn`` leaves out)."""
+    conn: Any = getattr(store, "conn", None)
+    if hasattr(conn, "conninfo") and hasattr(conn, "kwargs"):  # a psycopg pool
+        return str(conn.conninfo), dict(conn.kwargs or {})
+    info = getattr(conn, "info", None)
+    if info is None:
+        return None
+    password = getattr(info, "password", None)
+    return str(info.dsn), ({"password": password} if password else {})
 
 
 def shared_locks(engine: Any) -> SharedLocks | None:
@@ -278,8 +194,11 @@ def shared_locks(engine: Any) -> SharedLocks | None:
         from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
     except ImportError:  # pragma: no cover - the postgres extra is not installed
         return None
-    if isinstance(engine, AsyncPostgresStore):
-        return SharedLocks(engine, is_async=True)
-    if isinstance(engine, PostgresStore):
-        return SharedLocks(engine, is_async=False)
-    return None
+    if not isinstance(engine, PostgresStore | AsyncPostgresStore):
+        return None
+    where = _connection_of(engine)
+    if where is None:
+        return None
+    locks = SharedLocks(*where)
+    weakref.finalize(engine, locks.close_connection)  # the store let go: its locks' too
+    return locks
