@@ -35,19 +35,22 @@ CHILD = textwrap.dedent(
     def report(what):
         print(what, repr(time.time()), flush=True)
 
+    def write_bob_then_alice(store):
+        rag = init_agent("procs", backend_url=":memory:", data_dir=data, memory_store=store)
+        rag.recall("warm up", user_id="carol")
+        report("ready")
+        sys.stdin.readline()
+        rag.remember(said("Bob"), user_id="bob", thread_id="b")
+        report("bob")
+        rag.remember(said("Alice"), user_id="alice", thread_id="child")
+        report("alice")
+        rag.close()
+
     if mode == "sync":
         from langgraph.store.postgres import PostgresStore
 
         with PostgresStore.from_conn_string(url) as store:
-            rag = init_agent("procs", backend_url=":memory:", data_dir=data, memory_store=store)
-            rag.recall("warm up", user_id="carol")
-            report("ready")
-            sys.stdin.readline()
-            rag.remember(said("Bob"), user_id="bob", thread_id="b")
-            report("bob")
-            rag.remember(said("Alice"), user_id="alice", thread_id="child")
-            report("alice")
-            rag.close()
+            write_bob_then_alice(store)
     elif mode == "blocking-on-async":  # sync calls on an AsyncPostgresStore, from a thread
         import threading
         from langgraph.store.postgres import AsyncPostgresStore
@@ -59,16 +62,7 @@ CHILD = textwrap.dedent(
         async def enter():
             return await opened.__aenter__()
 
-        store = asyncio.run_coroutine_threadsafe(enter(), loop).result()
-        rag = init_agent("procs", backend_url=":memory:", data_dir=data, memory_store=store)
-        rag.recall("warm up", user_id="carol")
-        report("ready")
-        sys.stdin.readline()
-        rag.remember(said("Bob"), user_id="bob", thread_id="b")
-        report("bob")
-        rag.remember(said("Alice"), user_id="alice", thread_id="child")
-        report("alice")
-        rag.close()
+        write_bob_then_alice(asyncio.run_coroutine_threadsafe(enter(), loop).result())
     else:
         from langgraph.store.postgres import AsyncPostgresStore
 
