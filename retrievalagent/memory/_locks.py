@@ -100,15 +100,18 @@ class UserLocks:
                     raise TimeoutError(_busy(what))
                 await asyncio.sleep(_POLL_SECONDS)
             with _releasing(lock):
-                if self._shared is None:
+                async with self._shared_held(user_id, deadline, what, coroutine=True):
                     yield
-                else:
-                    async with self._shared.ahold(user_id, deadline, _busy(what)):
-                        yield
 
-    def _shared_held(self, user_id: str, deadline: float, what: str) -> Any:
+    def _shared_held(
+        self, user_id: str, deadline: float, what: str, *, coroutine: bool = False
+    ) -> Any:
+        """The user's lock across processes where the engine has one (``_shared_locks``);
+        else a context that holds nothing (either kind of ``with``)."""
         if self._shared is None:
             return contextlib.nullcontext()
+        if coroutine:
+            return self._shared.ahold(user_id, deadline, _busy(what))
         return self._shared.hold(user_id, deadline, _busy(what))
 
     @contextlib.contextmanager
@@ -164,5 +167,7 @@ def user_locks(engine: Any) -> UserLocks:
             if locks is None:
                 locks = _OF_ENGINE[engine] = UserLocks(shared_locks(engine))
         except TypeError:
-            locks = _OF_ID.setdefault(id(engine), UserLocks(shared_locks(engine)))
+            locks = _OF_ID.get(id(engine))
+            if locks is None:  # made once: a new one is not built on every call
+                locks = _OF_ID[id(engine)] = UserLocks(shared_locks(engine))
         return locks

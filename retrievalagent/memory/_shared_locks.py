@@ -24,6 +24,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import logging
+import sys
 import threading
 import time
 import weakref
@@ -60,31 +61,36 @@ class SharedLocks:
     # -- the connection ----------------------------------------------------------------------
     def _ask(self, key: int, unlock: bool) -> bool:
         """``pg_try_advisory_lock`` (``unlock``: ``pg_advisory_unlock``) of ``key``. On any
-        failure the connection is closed (its locks with it) and opened again next time."""
+        failure the connection is closed (its locks with it) and opened again next time;
+        a question on a connection a restarted server dropped is asked once more."""
+        import psycopg
+
+        with self._guard:
+            opened = self._conn is not None and not self._conn.closed
+            try:
+                return self._query(key, unlock)
+            except psycopg.OperationalError:
+                if not opened or unlock:  # a lock to give back went with the connection
+                    raise
+            return self._query(key, unlock)
+
+    def _query(self, key: int, unlock: bool) -> bool:
         import psycopg
         from psycopg.rows import tuple_row
 
-        with self._guard:
-            for attempt in (1, 2):
-                reused = self._conn is not None and not self._conn.closed
-                try:
-                    if not reused:
-                        self._conn = psycopg.connect(
-                            self._conninfo, **self._kwargs, autocommit=True, row_factory=tuple_row
-                        )
-                    if unlock:
-                        row = self._conn.execute(_UNLOCK, (key,)).fetchone()
-                    else:
-                        row = self._conn.execute(_TRY, (key,)).fetchone()
-                    return bool(row and row[0])
-                except psycopg.OperationalError:
-                    self.close_connection()
-                    if not reused or attempt == 2 or unlock:  # a restarted server: once more
-                        raise
-                except BaseException:
-                    self.close_connection()
-                    raise
-            raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = psycopg.connect(
+                    self._conninfo, **self._kwargs, autocommit=True, row_factory=tuple_row
+                )
+            if unlock:
+                row = self._conn.execute(_UNLOCK, (key,)).fetchone()
+            else:
+                row = self._conn.execute(_TRY, (key,)).fetchone()
+        except BaseException:
+            self.close_connection()
+            raise
+        return bool(row and row[0])
 
     def close_connection(self) -> None:
         conn, self._conn = self._conn, None
@@ -140,9 +146,9 @@ class SharedLocks:
 
         def ask() -> None:
             try:
-                got = False if unlock else self._ask(key, False)
                 if unlock:
                     self._given_back(key)
+                got = not unlock and self._ask(key, False)
             except BaseException as exc:  # to the caller, if it still waits
                 answer.set_exception(exc)
                 return
@@ -190,11 +196,10 @@ def _connection_of(store: Any) -> tuple[str, dict[str, Any]] | None:
 
 def shared_locks(engine: Any) -> SharedLocks | None:
     """The shared locks of a memory engine: a LangGraph Postgres store's, else None."""
-    try:
-        from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
-    except ImportError:  # pragma: no cover - the postgres extra is not installed
+    postgres = sys.modules.get("langgraph.store.postgres")
+    if postgres is None:  # not imported, so not the engine: nothing to import for others
         return None
-    if not isinstance(engine, PostgresStore | AsyncPostgresStore):
+    if not isinstance(engine, postgres.PostgresStore | postgres.AsyncPostgresStore):
         return None
     where = _connection_of(engine)
     if where is None:
