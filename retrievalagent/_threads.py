@@ -92,7 +92,51 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
 _IN_FLIGHT = threading.BoundedSemaphore(256)
 
 
-async def in_thread(fn: Callable[[], T]) -> T:
+class _Handoff(Generic[T]):
+    """Where a thread's outcome goes: to the coroutine awaiting it while it waits, else to
+    ``unclaimed``. The thread and the coroutine decide under one lock, so an outcome on its
+    way to a caller cancelled meanwhile is not dropped between them."""
+
+    def __init__(self, unclaimed: Callable[[T], object] | None) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.future: asyncio.Future[T] = self.loop.create_future()
+        self.unclaimed = unclaimed
+        self._claim = threading.Lock()
+        self._waiting = True
+        self._sent = False  # the outcome went to the loop
+
+    def deliver(self, outcome: Outcome[T]) -> None:
+        """On the thread, once ``fn`` has ended."""
+        _IN_FLIGHT.release()
+        with self._claim:
+            if self._waiting:
+                with contextlib.suppress(RuntimeError):  # the loop is closed
+                    self.loop.call_soon_threadsafe(self._settle, outcome)
+                    self._sent = True
+                    return
+        self._unclaim(outcome)
+
+    def abandon(self, outcome: Outcome[T]) -> None:
+        """The caller stopped waiting: what was already sent to it is handed on here."""
+        with self._claim:
+            self._waiting, sent = False, self._sent
+        if sent and self.unclaimed is not None and outcome.returned is not None:
+            on_daemon_thread(lambda: self._unclaim(outcome), "retrievalagent-unclaimed")
+
+    def _settle(self, outcome: Outcome[T]) -> None:
+        if self.future.done():  # cancelled: ``abandon`` hands the outcome on
+            return
+        if outcome.returned is not None:
+            self.future.set_result(outcome.returned[0])
+        elif outcome.error is not None:
+            self.future.set_exception(outcome.error)
+
+    def _unclaim(self, outcome: Outcome[T]) -> None:
+        if self.unclaimed is not None and outcome.returned is not None:
+            self.unclaimed(outcome.returned[0])
+
+
+async def in_thread(fn: Callable[[], T], unclaimed: Callable[[T], object] | None = None) -> T:
     """Await ``fn()`` run on its own daemon thread, not on the loop's default executor.
 
     For blocking backend calls under ``ainvoke`` that may hang (a memory backend that never
@@ -100,31 +144,24 @@ async def in_thread(fn: Callable[[], T]) -> T:
     lingering threads cannot starve the executor the rest of the graph runs on. At most 256
     such threads exist per process; past that, callers wait (without blocking the loop) for
     one to finish, so a hung backend cannot pile up threads without bound.
+
+    ``unclaimed`` gets what ``fn()`` returned when the caller is no longer there to take it
+    (cancelled, or closed with its loop): something that must be given back, such as a lock
+    the call got, is given back instead of lost. It runs on a thread, never on the loop.
     """
     while not _IN_FLIGHT.acquire(blocking=False):
         await asyncio.sleep(0.01)
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(outcome: Outcome[T]) -> None:
-        if future.done():  # the caller gave up (cancelled)
-            return
-        if outcome.returned is not None:
-            future.set_result(outcome.returned[0])
-        elif outcome.error is not None:
-            future.set_exception(outcome.error)
-
-    def hand_back(outcome: Outcome[T]) -> None:
-        _IN_FLIGHT.release()
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-            loop.call_soon_threadsafe(settle, outcome)
-
     try:
-        on_daemon_thread(fn, "retrievalagent-blocking-call", hand_back)
+        handoff: _Handoff[T] = _Handoff(unclaimed)
+        outcome = on_daemon_thread(fn, "retrievalagent-blocking-call", handoff.deliver)
     except BaseException:
         _IN_FLIGHT.release()
         raise
-    return await future
+    try:
+        return await handoff.future
+    except BaseException:  # cancelled, closed with its loop, or what ``fn`` raised
+        handoff.abandon(outcome)
+        raise
 
 
 class TraceLog:

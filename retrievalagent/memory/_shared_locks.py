@@ -20,7 +20,6 @@ locks go with its connection the same way. Other stores have no second process t
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import hashlib
 import logging
@@ -28,8 +27,10 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
+
+from retrievalagent._threads import in_thread
 
 __all__ = ["SharedLocks", "shared_locks"]
 
@@ -140,41 +141,17 @@ class SharedLocks:
         """Ask on a thread of its own, which runs on to its end whatever becomes of the
         caller: a lock got for a caller cancelled meanwhile (or whose loop has closed) is
         given back there, not left to a callback of a loop that may never run again."""
-        answer: concurrent.futures.Future[bool] = concurrent.futures.Future()
-        abandoned = threading.Event()
-        settling = threading.Lock()
+        if unlock:
+            await in_thread(lambda: self._given_back(key))
+            return False
+        return await in_thread(lambda: self._ask(key, False), unclaimed=self._giver(key))
 
-        def ask() -> None:
-            try:
-                if unlock:
-                    self._given_back(key)
-                got = not unlock and self._ask(key, False)
-            except BaseException as exc:  # to the caller, if it still waits
-                answer.set_exception(exc)
-                return
-            with settling:
-                if got and abandoned.is_set():
-                    self._given_back(key)
-                    got = False
-                answer.set_result(got)
+    def _giver(self, key: int) -> Callable[[bool], None]:
+        def give_back(got: bool) -> None:
+            if got:  # got for a caller who is gone
+                self._given_back(key)
 
-        threading.Thread(target=ask, name="retrievalagent-memory-lock", daemon=True).start()
-        waited = asyncio.wrap_future(answer)
-        try:
-            return await asyncio.shield(waited)
-        except asyncio.CancelledError:
-            waited.add_done_callback(_seen)  # nobody waits for its error any more
-            with settling:
-                abandoned.set()
-                got = answer.done() and answer.exception() is None and answer.result()
-            if got:  # answered just before the cancel reached us
-                threading.Thread(target=self._given_back, args=(key,), daemon=True).start()
-            raise
-
-
-def _seen(done: asyncio.Future[Any]) -> None:
-    if not done.cancelled():
-        done.exception()
+        return give_back
 
 
 #: Connection arguments of the store's that do not fit ours (we set them).
