@@ -55,6 +55,7 @@ from retrievalagent.memory import (
     MemoryReader,
     RecallRequest,
     Said,
+    earliest,
     memory_info,
     parse_time,
     said_in,
@@ -852,7 +853,7 @@ class RetrievalAgent:
             # dated by its messages where they say when they were said; given, ``at`` wins
             said = said_in(messages, times=at is None)
             if at is None:
-                at = min((m.at for m in said if m.at), default=None)
+                at = earliest(said) or None
             when = parse_time(at, past=True)
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from None

@@ -35,10 +35,11 @@ from retrievalagent.memory import (
     CONVERSATION_KEYS,
     MESSAGE_KEYS,
     OPENAI_MESSAGE_KEYS,
+    Said,
     parse_time,
     responses_item,
-    said_in,
     said_of,
+    something_said,
 )
 
 __all__ = ["memory_app"]
@@ -357,6 +358,7 @@ def _checked(
     messages = conversation["messages"]
     times = conversation.get("at") is None and at is None  # a time given wins over theirs
     _known_keys(path, lines[0], conversation, "the conversation", CONVERSATION_KEYS)
+    everything_said: list[Said] = []
     for position, (line, message) in enumerate(zip(lines, messages, strict=False)):
         if isinstance(message, dict) and not responses_item(message):
             _known_keys(
@@ -369,11 +371,12 @@ def _checked(
                 "; what else a message should keep goes in 'metadata'",
             )
         try:
-            said_of(message, position, strict=True, times=times)
+            if (said := said_of(message, position, strict=True, times=times)) is not None:
+                everything_said.append(said)
         except ValueError as exc:
             raise ConfigError(f"{path} line {line}: {exc}") from None
     try:
-        said_in(messages, times=times)
+        something_said(everything_said)
         if conversation.get("at") is not None:
             _when(conversation["at"], "at")
         if conversation.get("thread_id") is not None:

@@ -41,6 +41,7 @@ __all__ = [
     "OPENAI_MESSAGE_KEYS",
     "ConversationRecord",
     "Said",
+    "earliest",
     "exchange_records",
     "fact_key",
     "mentions_self",
@@ -48,6 +49,7 @@ __all__ = [
     "said_in",
     "said_of",
     "short_reply",
+    "something_said",
     "source_of",
     "speaker_lines",
     "unread_keys",
@@ -390,6 +392,12 @@ def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
         ) from None
 
 
+def earliest(said: Iterable[Said]) -> str:
+    """The earliest time the messages give ("" if none gives one): what dates what they
+    were said in."""
+    return min((m.at for m in said if m.at), default="")
+
+
 def said_in(messages: Any, *, times: bool = True) -> list[Said]:
     """A conversation's messages as ``Said`` (system and tool messages skipped);
     ``ValueError`` naming what is wrong: not a list, a bad message, nothing said."""
@@ -398,11 +406,13 @@ def said_in(messages: Any, *, times: bool = True) -> list[Said]:
             "messages must be a list of LangChain messages or of dicts with 'role' and "
             f"'content', not {type(messages).__name__}"
         )
-    said = [
-        s
-        for i, m in enumerate(messages)
-        if (s := said_of(m, i, strict=True, times=times)) is not None
-    ]
+    return something_said(
+        [s for i, m in enumerate(messages) if (s := said_of(m, i, strict=True, times=times))]
+    )
+
+
+def something_said(said: list[Said]) -> list[Said]:
+    """``said``, unless nobody said anything (``ValueError``)."""
     if not said:
         raise ValueError("messages hold no text from the user or the assistant")
     return said
@@ -554,7 +564,7 @@ def exchange_records(
     for place, span in enumerate(_units(said)):
         raw = [said[i] for i in span]
         unit = [masked_all[i][0] for i in span]
-        said_at = min((m.at for m in raw if m.at), default=said_at)
+        said_at = earliest(raw) or said_at
         masked = sum(masked_all[i][1] for i in span)
         # each line masked again after its cut: a cut may join words into a secret's shape
         lines = [mask_secrets(_line(m)) for m in unit]
