@@ -136,3 +136,43 @@ def test_list_and_forget_reach_past_one_mem0_page(
     assert len(rag.list_memories("big")) == 11
     assert rag.forget("big") == 11
     assert rag.list_memories("big") == []
+
+
+def _sqlite_connections(memory: Any) -> list[sqlite3.Connection]:
+    """mem0's history database and Qdrant local's collection files."""
+    found = [memory.db.connection]
+    for collection in memory.vector_store.client._client.collections.values():
+        found.append(collection.storage.storage)
+    return found
+
+
+def bytes_on_disk(root: Path, words: str) -> list[str]:
+    """The files under ``root`` whose raw bytes hold ``words`` (free pages included)."""
+    return [
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and words.encode() in path.read_bytes()
+    ]
+
+
+def test_forgotten_words_leave_the_files_even_where_sqlite_keeps_deleted_pages(
+    make_agent: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> None:
+    """A stock SQLite build (python.org's, macOS's) leaves a deleted row's bytes in the
+    file's free pages until it is vacuumed; this machine's Debian build zeroes them. The
+    test puts each connection in the stock mode, as such a machine would have it."""
+    from mem0 import Memory
+
+    root = tmp_path / "own-mem0"
+    memory = Memory.from_config(mem0_config(root, minilm))
+    for connection in _sqlite_connections(memory):
+        connection.execute("PRAGMA secure_delete = OFF")
+    rag = make_agent("erase", mem0_memory=memory)
+    rag.remember([{"role": "user", "content": PRIVATE}], user_id="alice", thread_id="private")
+    rag.remember([{"role": "user", "content": OTHER}], user_id="bob", thread_id="office")
+    for connection in _sqlite_connections(memory):
+        connection.execute("PRAGMA secure_delete = OFF")  # as the stock build has it
+    assert bytes_on_disk(root, "Ana Costa")
+    assert rag.forget("alice") == 1
+    assert bytes_on_disk(root, "Ana Costa") == []
+    assert bytes_on_disk(root, "floor 2 jams")  # bob's stay

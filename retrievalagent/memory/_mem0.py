@@ -17,10 +17,12 @@ percent-encoded (``mem0_user``): reversible, and every other id stays as it is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import math
 import re
+import sqlite3
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -153,6 +155,26 @@ def _serialize_local_qdrant(memory: Any) -> None:
     local._retrievalagent_lock = lock
 
 
+def _deletes_overwritten(memory: Any) -> None:
+    """Have the SQLite files of a local mem0 overwrite what they delete.
+
+    mem0's history and Qdrant local's collections each hold a memory's words, and a
+    deleted row's bytes stay in the file's free pages until it is vacuumed unless
+    ``secure_delete`` is on: Debian's SQLite build turns it on, the stock one (python.org's,
+    macOS's) does not. A forgotten memory's words must leave the disk on either."""
+    db = getattr(memory, "db", None)
+    places = [(getattr(db, "connection", None), getattr(db, "_lock", None))]
+    client = getattr(getattr(memory, "vector_store", None), "client", None)
+    local = getattr(client, "_client", None)
+    engine_lock = getattr(local, "_retrievalagent_lock", None)
+    for collection in list((getattr(local, "collections", None) or {}).values()):
+        places.append((getattr(getattr(collection, "storage", None), "storage", None), engine_lock))
+    for connection, lock in places:
+        if isinstance(connection, sqlite3.Connection):
+            with lock or contextlib.nullcontext(), contextlib.suppress(sqlite3.Error):
+                connection.execute("PRAGMA secure_delete = ON")
+
+
 class Mem0Backend(PlannedBackend):
     """Adapter over a mem0 memory object.
 
@@ -214,6 +236,7 @@ class Mem0Backend(PlannedBackend):
             )
         self.score_kind = score_kind
         _serialize_local_qdrant(memory)
+        _deletes_overwritten(memory)  # a replaced memory's words go too
 
     def _params(self, name: str) -> Any:
         sync, coro = self._methods[name]
@@ -542,13 +565,16 @@ class Mem0Backend(PlannedBackend):
         id is gone, so forgetting the user later could not reach its words)."""
         deleted = all_of([self._call("delete", i) for i in ids])
         purge = functools.partial(_purge_local_history, self.memory, user, ids, messages)
+        overwritten = functools.partial(_deletes_overwritten, self.memory)
 
         def blocking() -> Any:
+            overwritten()
             result = deleted.sync()
             purge()
             return result
 
         async def awaited() -> Any:
+            await in_thread(overwritten)
             result = await deleted.async_()
             await in_thread(purge)
             return result
