@@ -1796,6 +1796,56 @@ def test_a_forget_that_fails_halfway_loses_no_fact_it_would_bring_back(
     assert any(line.endswith(f"] {older}") for line in conversation_lines(state.memory_context))
 
 
+class _PartWrites(InMemoryStore):
+    """A store that, once ``breaking``, applies all but the last op of its next write and
+    then fails, as a store without transactions can."""
+
+    breaking = False
+
+    def batch(self, ops: Any) -> list[Any]:
+        ops = list(ops)
+        if self.breaking and any(isinstance(op, PutOp) for op in ops):
+            self.breaking = False
+            super().batch(ops[:-1])
+            raise ConnectionResetError(104, "connection reset by peer")
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> list[Any]:
+        return self.batch(ops)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_after_a_forget_that_failed_part_way_recall_shows_what_the_store_holds(
+    make_agent: Callable[..., Any], sync: bool
+) -> None:
+    """A forget whose write fails after erasing some of the user's memories: what the store
+    no longer holds is recalled nowhere (before, this process's index kept it until the
+    next successful erasure), and what it still holds is still there to forget again."""
+    store = _PartWrites()
+    rag = make_agent("partly", memory_store=store)
+    rag.remember(
+        [{"role": "user", "content": "The build server is on rack B4."}], user_id="u", thread_id="a"
+    )
+    rag.remember(
+        [{"role": "user", "content": "The database server is on rack C7."}],
+        user_id="u",
+        thread_id="b",
+    )
+    question = "Which rack is the server on?"
+    assert len(rag.recall(question, user_id="u")) == 2  # this process has the user loaded
+    store.breaking = True
+    with pytest.raises(ConnectionResetError):
+        rag.forget("u") if sync else asyncio.run(rag.aforget("u"))
+    held = sorted(m["text"] for m in rag.list_memories("u"))
+    assert len(held) < 2  # the store erased some
+    assert sorted(h["text"] for h in rag.recall(question, user_id="u")) == held
+    state = rag.invoke(question, cfg("u", "z"))
+    assert [line.split("] ", 1)[1] for line in conversation_lines(state.memory_context)] == held
+    rag.drain_background(10)
+    assert rag.forget("u") == len(held) + 1  # and the turn just asked
+    assert rag.recall(question, user_id="u") == rag.list_memories("u") == []
+
+
 class _SlowFactStore(InMemoryStore):
     """A store whose write of a fact takes over a second, long enough for a ``forget`` that
     stops waiting for it (``memory_timeout``) to run meanwhile: before the fact lands, or

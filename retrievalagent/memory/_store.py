@@ -751,18 +751,29 @@ class StoreBackend(PlannedBackend):
 
     def _delete(self, user_id: str, ids: list[str]) -> IO:
         spaces = [self.namespace(user_id, n) for n in (NAMESPACE, VECTORS, CONVERSATIONS)]
-        ops: list[Any] = [PutOp(ns, key, None) for key in ids for ns in spaces]
-        ops.append(PutOp(self.namespace(user_id, STAMPS), "erased", _stamp(), index=False))
-        deleted = self._batch(ops)
+        return self._erasing(user_id, [PutOp(ns, key, None) for key in ids for ns in spaces])
 
-        def forgotten(result: Any) -> Any:
-            self.conversations.drop(user_id)  # reloaded at the next recall
-            return result
+    def _erasing(self, user_id: str, ops: list[Any]) -> IO:
+        """``ops``, which erase, run after the stamp that has every process read the
+        user's memories again; this one's are dropped however the batch ends. A store that
+        applies a batch in part before it fails (not PostgreSQL, which runs it as one
+        transaction) leaves no process recalling what it did erase."""
+        stamp = PutOp(self.namespace(user_id, STAMPS), "erased", _stamp(), index=False)
+        erased = self._batch([stamp, *ops])
 
-        async def adeleted() -> Any:
-            return forgotten(await deleted.async_())
+        def blocking() -> Any:
+            try:
+                return erased.sync()
+            finally:
+                self.conversations.drop(user_id)  # reloaded at the next recall
 
-        return IO(lambda: forgotten(deleted.sync()), adeleted)
+        async def awaited() -> Any:
+            try:
+                return await erased.async_()
+            finally:
+                self.conversations.drop(user_id)
+
+        return IO(blocking, awaited)
 
     def _rewrite_history(
         self, user_id: str, histories: dict[str, list[dict[str, Any]]]
@@ -770,7 +781,7 @@ class StoreBackend(PlannedBackend):
         # facts live with the conversations, preferences with the other memories
         spaces = [self.namespace(user_id, CONVERSATIONS), self.namespace(user_id)]
         found = yield self._batch([GetOp(ns, key) for ns in spaces for key in histories])
-        ops: list[Any] = [
+        rewritten = [
             PutOp(
                 ns,
                 it.key,
@@ -780,10 +791,7 @@ class StoreBackend(PlannedBackend):
             for ns in spaces
             for it in self._own(found, ns)
         ]
-        # an erasure: every process reads the user's conversation memory again
-        ops.append(PutOp(self.namespace(user_id, STAMPS), "erased", _stamp(), index=False))
-        yield self._batch(ops)
-        self.conversations.drop(user_id)
+        yield self._erasing(user_id, rewritten)  # words leave the histories: an erasure
 
 
 def _history(older: Item | None, record: ConversationRecord) -> list[dict[str, Any]]:
