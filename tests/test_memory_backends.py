@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langgraph.store.memory import InMemoryStore
 
+from retrievalagent.errors import ConfigError
 from retrievalagent.memory import Mem0Backend, StoreBackend, user_id_from_config
 from retrievalagent.memory._base import fact_text, recall_text
 from tests.support.chat import prompt_text
@@ -48,6 +49,13 @@ def test_user_id_resolution() -> None:
         )
         == "alice"
     )
+    # an authenticated user without an identity (an auth handler's bug) never falls back
+    # to the user the client names, which would open that user's memory to it
+    for blank in ({"identity": ""}, {"identity": None}, {}, {"identity": " "}):
+        with pytest.raises(ConfigError, match="no identity"):
+            user_id_from_config(
+                {"configurable": {"user_id": "alice", "langgraph_auth_user": blank}}
+            )
     assert user_id_from_config({"configurable": {"user_id": "  "}}) == "default"
     assert user_id_from_config(None) == "default"
 

@@ -41,6 +41,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from retrievalagent._inputs import check_id
+from retrievalagent.errors import ConfigError
 from retrievalagent.memory._conversations import ConversationRecord
 from retrievalagent.memory._locks import user_locks
 from retrievalagent.memory._plan import IO, Plan, arun, attempt, run
@@ -780,13 +781,22 @@ def user_id_from_config(config: Mapping[str, Any] | None) -> str:
     """
     configurable = (config or {}).get("configurable") or {}
     auth = configurable.get("langgraph_auth_user")
-    identity = None
+    authenticated, identity = False, None
     if isinstance(auth, Mapping):
-        if auth.get("is_authenticated", True) is not False:
-            identity = auth.get("identity")
-    elif auth is not None and getattr(auth, "is_authenticated", True) is not False:
-        identity = getattr(auth, "identity", None)
-    if identity is not None and (uid := check_id(identity, "langgraph_auth_user.identity")).strip():
+        authenticated = auth.get("is_authenticated", True) is not False
+        identity = auth.get("identity")
+    elif auth is not None:
+        authenticated = getattr(auth, "is_authenticated", True) is not False
+        identity = getattr(auth, "identity", None) if authenticated else None
+    if authenticated:
+        # an authenticated user without an identity (an auth handler's bug) must not fall
+        # back to the user the client names: that would open any user's memory to it
+        uid = "" if identity is None else check_id(identity, "langgraph_auth_user.identity")
+        if not uid.strip():
+            raise ConfigError(
+                "langgraph_auth_user is authenticated but has no identity: the auth "
+                "handler must return one ('identity'), whose memory the run then uses"
+            )
         return uid
     user = configurable.get("user_id")
     if user is not None and (uid := check_id(user, "user_id")).strip():
