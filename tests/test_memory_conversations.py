@@ -591,6 +591,9 @@ def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -
         ([{"role": "user", "content": "hi", "metadata": {"x": float("nan")}}], None, "not JSON"),
         ([{"role": "user", "content": "hi", "metadata": {"x": "a\x00b"}}], None, "NUL"),
         ([{"role": "user", "content": "hi", "metadata": {"x": "\ud800"}}], None, "surrogate"),
+        # JSON makes every key a string: 1 and "1" would become one key, one value lost
+        ([{"role": "user", "content": "hi", "metadata": {1: "a", "1": "b"}}], None, "key 1:"),
+        ([{"role": "user", "content": "hi", "metadata": {"x": [{2: "a"}]}}], None, "key 2:"),
         # invisible characters alone are no text, as in a question
         ([{"role": "user", "content": "\u200b\u2060\ufeff"}], None, "no text"),
         # a transcript in another shape: what it has is named, and what was expected
@@ -3541,3 +3544,4 @@ def test_a_failed_memory_write_logs_no_pasted_secret(caplog: pytest.LogCaptureFi
     assert key not in logged and "sk-proj-AbCd" not in logged
     assert key not in repr(report)
     rag.close()
+

@@ -382,6 +382,11 @@ def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
         dumped = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"message {position}'s metadata is not JSON ({exc})") from None
+    if odd := _keys_not_text(metadata):  # JSON would make them strings, 1 and "1" one key
+        raise ValueError(
+            f"message {position}'s metadata has the key {odd[0]!r}: keys must be strings "
+            "(stored as JSON, it would become a string)"
+        )
     if _JSON_NUL.search(dumped):
         raise ValueError(f"message {position}'s metadata holds a NUL character")
     try:
@@ -390,6 +395,16 @@ def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
         raise ValueError(
             f"message {position}'s metadata holds a lone surrogate (not valid Unicode)"
         ) from None
+
+
+def _keys_not_text(value: Any) -> list[Any]:
+    """The dict keys anywhere in ``value`` that are not strings."""
+    if isinstance(value, Mapping):
+        own = [k for k in value if not isinstance(k, str)]
+        return own + [k for v in value.values() for k in _keys_not_text(v)]
+    if isinstance(value, list | tuple):
+        return [k for v in value for k in _keys_not_text(v)]
+    return []
 
 
 def earliest(said: Iterable[Said]) -> str:
