@@ -888,7 +888,9 @@ class RetrievalAgent:
                 skipped.
             user_id: Whose memory it becomes.
             thread_id: The conversation's id (``forget(user_id, thread_id=...)`` erases it).
-            at: When it took place: a datetime or an ISO 8601 string, for all of it.
+            at: When it took place: a datetime or an ISO 8601 string, for all of it (a
+                naive datetime is local time, as Python reads one; a string without a
+                zone, UTC).
                 Default: the times its messages give (``"at"``, ``"timestamp"``,
                 ``"created_at"`` or ``"create_time"``: an ISO string, a datetime, or
                 seconds since 1970), each exchange dated by its own messages (one without

@@ -3202,6 +3202,46 @@ def test_an_imported_conversation_is_dated_by_its_messages_times(key: str, value
     assert [m["at"][:10] for m in listed] == ["2024-03-14"]
 
 
+@pytest.fixture
+def in_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process's local time is UTC+9 (a fixed zone: no tz database needed)."""
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("in_tokyo")
+def test_a_naive_datetime_is_the_local_time_as_python_reads_it() -> None:
+    """``at=datetime.now()`` is now, wherever the machine is: read as UTC, a conversation
+    had now in Tokyo was stored nine hours ahead (and one from 09:30 there as 09:30 UTC).
+    A string without a zone is UTC, as exports write their times."""
+    rag = make_offline_store_agent()
+    (now,) = rag.remember(
+        [{"role": "user", "content": "The cat sleeps."}],
+        user_id="u",
+        thread_id="a",
+        at=datetime.now(),
+    )
+    assert abs(datetime.fromisoformat(now["at"]) - datetime.now(timezone.utc)) < timedelta(
+        minutes=1
+    )
+    (morning,) = rag.remember(
+        [{"role": "user", "content": "The dog barks."}],
+        user_id="u",
+        thread_id="b",
+        at=datetime(2024, 3, 14, 9, 30),
+    )
+    assert morning["at"].startswith("2024-03-14T00:30:00")
+    (exported,) = rag.remember(
+        [{"role": "user", "content": "The owl hoots.", "timestamp": "2024-03-14T09:30:00"}],
+        user_id="u",
+        thread_id="c",
+    )
+    assert exported["at"].startswith("2024-03-14T09:30:00")
+
+
 @pytest.mark.parametrize("kind", SYNC_BACKENDS)
 def test_message_times_date_memories_on_every_backend(build: Callable[..., Any], kind: str) -> None:
     rag = build(kind)
@@ -3545,3 +3585,30 @@ def test_a_failed_memory_write_logs_no_pasted_secret(caplog: pytest.LogCaptureFi
     assert key not in repr(report)
     rag.close()
 
+
+
+@pytest.mark.parametrize("kind", SYNC_BACKENDS)
+def test_a_reply_imported_later_takes_the_place_of_the_question_stored_without_it(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """A weekly export of a thread ends with a question the assistant had not answered yet;
+    next week's export has the answer. The answered exchange replaces the unanswered one:
+    before, both were stored and both reached the answer prompt."""
+    rag = build(kind)
+    week1 = [
+        {"role": "user", "content": "My cluster runs PostgreSQL 13 on Debian 11."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "How do I take a base backup of the replica?"},
+    ]
+    week2 = [*week1, {"role": "assistant", "content": "Run pg_basebackup against it."}]
+    rag.remember(week1, user_id="alice", thread_id="ops", at="2026-03-01T09:00:00Z")
+    rag.remember(week2, user_id="alice", thread_id="ops", at="2026-03-01T09:00:00Z")
+    texts = sorted(m["text"] for m in rag.list_memories("alice") if m["kind"] == "conversation")
+    backups = [t for t in texts if "base backup" in t]
+    assert len(backups) == 1 and "pg_basebackup" in backups[0], texts
+    assert any("PostgreSQL 13" in t for t in texts)  # the rest of the thread stays
+    state = rag.invoke("How do I back up the replica?", cfg("alice", "new"))
+    lines = [line for line in conversation_lines(state.memory_context) if "base backup" in line]
+    assert len(lines) == 1 and "pg_basebackup" in lines[0], state.memory_context
+    # the same export again stores nothing new
+    assert rag.remember(week2, user_id="alice", thread_id="ops", at="2026-03-01T09:00:00Z") == []

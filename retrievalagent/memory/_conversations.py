@@ -153,6 +153,10 @@ class ConversationRecord:
     #: erased, which holds the subject until the put-back is stored over it (so that no
     #: failure between the two leaves neither).
     in_place_of: tuple[str, Any] | None = None
+    #: An imported exchange that ends with the assistant's reply: the key it had when an
+    #: earlier export of its conversation ended before that reply came. Stored, it takes
+    #: that one's place (the same words, now answered), instead of standing beside it.
+    unanswered_key: str = ""
 
     def takes_place_of(self, memory_id: str, written_us: Any) -> bool:
         """Whether this put-back may be stored over the memory ``memory_id`` holds."""
@@ -548,6 +552,13 @@ def _key(prefix: str, *parts: Any) -> str:
     return f"{prefix}{digest[:32]}"
 
 
+def _imported_identity(raw: Sequence[Said], place: int) -> Any:
+    """What tells an imported exchange apart: its messages' ids and words when each has
+    an id, else its place and words (see ``exchange_records``)."""
+    said = [(m.role, m.name, m.content) for m in raw]
+    return [[m.id for m in raw], said] if all(m.id for m in raw) else [place, said]
+
+
 def exchange_records(
     said: Sequence[Said],
     *,
@@ -596,10 +607,17 @@ def exchange_records(
         words = [(m.role, m.name, m.content) for m in raw if m.role != "assistant"]
         if after is not None:
             identity: Any = ["turn", after, words]
-        elif all(ids):
-            identity = [ids, [(m.role, m.name, m.content) for m in raw]]
         else:
-            identity = [place, [(m.role, m.name, m.content) for m in raw]]
+            identity = _imported_identity(raw, place)
+        # what an export that ended before the reply stored of it, which the reply replaces
+        asked = next((i for i in range(len(raw), 0, -1) if raw[i - 1].role != "assistant"), 0)
+        unanswered = ""
+        if after is None and 0 < asked < len(raw):
+            head = raw[:asked]
+            undated = thread_id or all(m.id for m in head)
+            unanswered = _key(
+                "x", thread_id, "" if undated else dated, _imported_identity(head, place)
+            )
         records.append(
             ConversationRecord(
                 text=text,
@@ -618,6 +636,7 @@ def exchange_records(
                 speakers=list(
                     dict.fromkeys(m.name for m in unit if m.name and m.role != "assistant")
                 ),
+                unanswered_key=unanswered,
             )
         )
     return records

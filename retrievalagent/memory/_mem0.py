@@ -468,6 +468,7 @@ class Mem0Backend(PlannedBackend):
             user = mem0_user(user_id)
             older: dict[str, list[MemoryHit]] = {}
             keys = [r.key for r in mine if r.key]
+            keys += [r.unanswered_key for r in mine if r.unanswered_key]
             if keys and any(self._methods["get_all"]):
                 raw = yield self._get_all(user, memory_key={"in": keys})
                 for hit in self._hits(raw, user, "listed"):
@@ -489,8 +490,11 @@ class Mem0Backend(PlannedBackend):
                 metadata = self._conversation_metadata(record, replaced)
                 added = yield self._add_conversation(record, user, metadata)
                 stored += self._hits(_with_metadata(added, metadata), user, "stored")
-                if replaced and any(self._methods["delete"]):
-                    yield self._erase(user, [h.id for h in replaced], messages=False)
+                # and what an export that ended before the reply stored of this exchange
+                unanswered = older.pop(record.unanswered_key, []) if record.unanswered_key else []
+                gone = [*replaced, *unanswered]
+                if gone and any(self._methods["delete"]):
+                    yield self._erase(user, [h.id for h in gone], messages=False)
         return stored
 
     @staticmethod

@@ -636,10 +636,12 @@ class StoreBackend(PlannedBackend):
         ns, stamps_ns = self.namespace(user_id, CONVERSATIONS), self.namespace(user_id, STAMPS)
         # a fact put back needs its conversation still kept (forgotten meanwhile, it stays so)
         threads = list(dict.fromkeys(r.thread_id for r in records if r.restores))
+        unanswered = list(dict.fromkeys(r.unanswered_key for r in records if r.unanswered_key))
         read = yield self._batch(
             [
                 GetOp(stamps_ns, "added"),
                 *(GetOp(ns, r.key) for r in records),
+                *(GetOp(ns, key) for key in unanswered),
                 *(SearchOp(ns, filter={"thread_id": t}, limit=1) for t in threads),
             ]
         )
@@ -648,7 +650,13 @@ class StoreBackend(PlannedBackend):
             for r, it in zip(records, read[1 : 1 + len(records)], strict=True)
             if _in_namespace(it, ns)
         }
-        kept = {t for t, hits in zip(threads, read[1 + len(records) :], strict=True) if hits}
+        at_threads = 1 + len(records) + len(unanswered)
+        awaiting = {
+            key
+            for key, it in zip(unanswered, read[1 + len(records) : at_threads], strict=True)
+            if _in_namespace(it, ns)
+        }
+        kept = {t for t, hits in zip(threads, read[at_threads:], strict=True) if hits}
         # an exchange already stored (a history imported again) is not stored twice; a live
         # turn asked again replaces its lost copy; a fact replaces the one on its subject,
         # which its history keeps; a fact put back, only where none is
@@ -699,14 +707,19 @@ class StoreBackend(PlannedBackend):
         ops: list[Any] = [
             PutOp(ns, key, value, index=False) for key, value in {**values, **dated}.items()
         ]
+        # an exchange stored before its reply came is replaced by the one with the reply
+        answered = [
+            r.unanswered_key for r in records if r.unanswered_key in awaiting and r.key in values
+        ]
+        ops += [PutOp(ns, key, None) for key in answered]
         ops.append(PutOp(stamps_ns, "added", stamp, index=False))
-        if dated:  # a history changed: every process reads the user's memories again
+        if dated or answered:  # a history changed, or one went: every process reads again
             ops.append(PutOp(stamps_ns, "erased", _stamp(), index=False))
         yield self._batch(ops)
         read_token = _token(read[0], stamps_ns, "added")
         if dated:
             self.conversations.drop(user_id)
-        self._cache_written(user_id, values, vectors, parts, read_token, stamp["token"])
+        self._cache_written(user_id, values, vectors, parts, read_token, stamp["token"], answered)
         # what joined a history is reported as such (``JOINED``): a take-back of the write
         # must find it there, and ``remember`` does not list the fact it joined as stored
         return [_value_hit(key, value, 1.0, "stored") for key, value in values.items()] + [
@@ -721,6 +734,7 @@ class StoreBackend(PlannedBackend):
         parts: list[list[Any]],
         read_token: str | None,
         new_token: str,
+        deleted: list[str],
     ) -> None:
         """Our own writes go straight into the user's loaded index; the stamp moves with
         them only when nobody else wrote since this process last looked."""
@@ -728,6 +742,7 @@ class StoreBackend(PlannedBackend):
             index = self.conversations.get(user_id)
             if index is None:
                 return
+            index.delete(deleted)
             written = zip(values.items(), vectors, parts, strict=True)
             for (key, value), vector, its_parts in written:
                 index.upsert(key, value, _unit(vector), _unit_rows(np.asarray(its_parts, "<f2")))

@@ -142,6 +142,20 @@ def _is_date(text: str) -> bool:
     return True
 
 
+def _zoned(value: datetime, *, typed: bool) -> datetime:
+    """``value`` with a zone. A naive ``datetime`` (``datetime.now()``) is this machine's
+    local time, as Python reads one (read as UTC, "now" in Tokyo was stored nine hours
+    ahead); a string without a zone is UTC, as exports write their times."""
+    if value.tzinfo is not None:
+        return value
+    if typed:
+        try:
+            return value.astimezone()
+        except (OverflowError, OSError, ValueError):  # beyond what the platform's clock knows
+            pass
+    return value.replace(tzinfo=timezone.utc)
+
+
 def _parsed(value: datetime | str | None, what: str) -> datetime:
     if value is None:
         return datetime.now(timezone.utc)
@@ -165,7 +179,7 @@ def _parsed(value: datetime | str | None, what: str) -> datetime:
         raise TypeError(
             f"{what} must be a datetime or an ISO 8601 string, not {type(value).__name__}"
         )
-    moment = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    moment = _zoned(value, typed=isinstance(given, datetime))
     # stored and compared in UTC, with a day's room after it (``CLOCK_SKEW``): a time
     # that leaves the calendar there is refused here, not an OverflowError in a turn
     try:
