@@ -61,6 +61,8 @@ __all__ = [
 
 #: Candidates each list contributes to fusion.
 _LIST_DEPTH = 50
+#: Candidates taken by their relevance alone, beside the fused ones (set beforehand).
+_BY_RELEVANCE = 3
 #: How recall fuses its lists: convex, the dense list weighted 0.6 (chosen on the dev half
 #: of bench/memory's conversation set, see docs/benchmarks.md).
 MEMORY_DENSE_WEIGHT = 0.6
@@ -623,7 +625,7 @@ class UserIndex:
             fused_keys = [f.id for f in fused]
             fused_scores = {f.id: f.score for f in fused}
         out = []
-        for key in fused_keys[:limit]:
+        for key in self._with_most_relevant(fused_keys[:limit], rows, scores):
             row = self._row_of[key]
             out.append(
                 Candidate(
@@ -638,6 +640,14 @@ class UserIndex:
                 )
             )
         return out
+
+    def _with_most_relevant(self, keys: list[str], rows: np.ndarray, scores: _Scores) -> list[str]:
+        """``keys`` and, after them, the memories most relevant by their own words wherever
+        fusion put them: its lists are each scaled to their own spread (see the reader's
+        ``_standout_first``)."""
+        taken = set(keys)
+        best = [self._rows.keys[r] for r in _top(rows, scores.alone[rows], _BY_RELEVANCE)]
+        return keys + [key for key in best if key not in taken]
 
 
 def _held_value(value: dict[str, Any]) -> dict[str, Any]:

@@ -293,7 +293,7 @@ class MemoryReader:
             return len(wanted.intersection(self.encoder.query_terms(sentence)))
 
         bar = _bar(said[: _CANDIDATES * policy.conversation_limit], policy)
-        relevant = [h for h in said if h.in_window or _alone(h) >= bar]
+        relevant = [h for h in _standout_first(said) if h.in_window or _alone(h) >= bar]
         relevant = _room_outside_window(
             _once(relevant, already), limit or policy.conversation_limit
         )
@@ -422,6 +422,25 @@ def _newest_restated_first(hits: list[MemoryHit]) -> list[MemoryHit]:
 
 def _said_when(hit: MemoryHit) -> float:
     return timestamp(hit.at)
+
+
+def _standout_first(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
+    """``hits`` with the one far more relevant by its own words than every other (by
+    ``STANDOUT``) moved up to the first place after the question's time window.
+
+    Fusion ranks within lists scaled to their own spread: among many near-alike memories
+    (a user's tickets, hosts, orders) the dense list's small differences stretch to its
+    whole scale, and the one memory holding the id the question names, found by its words
+    alone, can sit below them all though it alone answers ("which room is srv0213 in?")."""
+    outside = [h for h in hits if not h.in_window]
+    if len(outside) < 2:
+        return list(hits)
+    best, second = sorted(outside, key=_alone, reverse=True)[:2]
+    if _alone(best) - _alone(second) < STANDOUT or best is outside[0]:
+        return list(hits)
+    rest = [h for h in hits if h is not best]
+    first = next(i for i, h in enumerate(rest) if not h.in_window)
+    return [*rest[:first], best, *rest[first:]]
 
 
 def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
