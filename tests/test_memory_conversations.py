@@ -3586,15 +3586,9 @@ def test_a_failed_memory_write_logs_no_pasted_secret(caplog: pytest.LogCaptureFi
     rag.close()
 
 
-def test_the_memory_holding_the_id_a_question_names_is_recalled_among_many_alike(
-    make_agent: Callable[..., Any],
-) -> None:
-    """Among 300 near-alike memories (a user's tickets), the one holding the id the question
-    names is what recall finds first and what the answer prompt shows: before, fusion
-    ranked it below ten others for 6 of the 300 ids (61 and 213 among them), its words
-    alone finding it, out of reach of recall(k=10) and of the prompt."""
-    rag = make_agent("tickets", memory_store=InMemoryStore())
-    tickets = [
+def _tickets(count: int) -> list[dict[str, Any]]:
+    """``count`` near-alike conversations, each naming its own server."""
+    return [
         {
             "messages": [
                 {
@@ -3607,9 +3601,19 @@ def test_the_memory_holding_the_id_a_question_names_is_recalled_among_many_alike
             "thread_id": f"ticket-{i}",
             "at": "2026-05-01",
         }
-        for i in range(300)
+        for i in range(count)
     ]
-    rag.remember_many(tickets, user_id="ops")
+
+
+def test_the_memory_holding_the_id_a_question_names_is_recalled_among_many_alike(
+    make_agent: Callable[..., Any],
+) -> None:
+    """Among 300 near-alike memories (a user's tickets), the one holding the id the question
+    names is what recall finds first and what the answer prompt shows: before, fusion
+    ranked it below ten others for 6 of the 300 ids (61 and 213 among them), its words
+    alone finding it, out of reach of recall(k=10) and of the prompt."""
+    rag = make_agent("tickets", memory_store=InMemoryStore())
+    rag.remember_many(_tickets(300), user_id="ops")
     for i in [61, 69, 83, 106, 129, 213, *range(0, 300, 23)]:
         question = f"which room is srv{i:04d} in"
         first = rag.recall(question, user_id="ops", k=10)[0]
@@ -3643,3 +3647,22 @@ def test_a_reply_imported_later_takes_the_place_of_the_question_stored_without_i
     assert len(lines) == 1 and "pg_basebackup" in lines[0], state.memory_context
     # the same export again stores nothing new
     assert rag.remember(week2, user_id="alice", thread_id="ops", at="2026-03-01T09:00:00Z") == []
+
+
+def test_on_mem0_the_memory_holding_the_id_a_question_names_is_recalled_among_many_alike(
+    build: Callable[..., Any],
+) -> None:
+    """mem0 hands BM25 only its own nearest memories: among near-alike ones, the one
+    holding the id the question names was out of that reach for 6 of 30 ids (of 300
+    tickets). Those holding a named id are asked of mem0 too."""
+    rag = build("mem0")
+    rag.remember_many(_tickets(120), user_id="ops")
+    missed = [
+        i
+        for i in range(0, 120, 4)
+        if f"Ticket {i}:"
+        not in rag.recall(f"which room is srv{i:04d} in", user_id="ops", k=10)[0]["text"]
+    ]
+    assert missed == []
+    # typed in other case, it is still found
+    assert "Ticket 21:" in rag.recall("which room is SRV0021 in?", user_id="ops")[0]["text"]

@@ -44,7 +44,7 @@ from retrievalagent.memory._base import (
     recall_text,
 )
 from retrievalagent.memory._hybrid import memory_fuser, rank_pool
-from retrievalagent.memory._plan import IO, Plan
+from retrievalagent.memory._plan import IO, Plan, attempt
 from retrievalagent.retrieval import Fuser
 
 if TYPE_CHECKING:  # annotations only
@@ -58,6 +58,12 @@ _MEM0_UNSAFE = re.compile(r"[\s%]")
 _LIST_LIMIT = 10_000
 #: Conversation memories mem0's search hands over to be ranked with BM25 (``rank_pool``).
 _POOL = 50
+#: Of those holding an id the question names (``_named_ids``), the most handed over.
+_NAMED_POOL = 10
+#: A word with a digit in it: a host, a ticket, a version ("srv0213", "INC-20931", "v2.4").
+_ID_WORD = re.compile(r"\w[\w.\-/]*\w")
+#: A year is a time, which recall reads from the question already, not an id.
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 def mem0_user(user_id: str) -> str:
@@ -123,6 +129,19 @@ def _pick(obj: Any, name: str) -> tuple[Callable[..., Any] | None, Callable[...,
     if callable(plain) and inspect.iscoroutinefunction(plain):
         return sync, plain
     return sync, None
+
+
+def _named_ids(query: str) -> list[str]:
+    """The ids a question names (words with a digit: "srv0213", "INC-20931", "v2.4"; not
+    "13" alone, which many texts hold, nor a year), as typed and in either case, at most
+    three."""
+    words = [
+        w
+        for w in dict.fromkeys(_ID_WORD.findall(query))
+        if any(c.isdigit() for c in w)
+        and (not w.isdigit() or (len(w) >= 4 and not _YEAR.fullmatch(w)))
+    ][:3]
+    return list(dict.fromkeys(v for w in words for v in (w, w.lower(), w.upper())))
 
 
 def _serialize_local_qdrant(memory: Any) -> None:
@@ -338,6 +357,19 @@ class Mem0Backend(PlannedBackend):
                 "at": {"gte": window[0], "lt": window[1]},
             }
             steps.append(self._similar_to(request.query, dated, _POOL))
+        if request.conversations > 0 and (named := _named_ids(request.query)):
+            # what holds an id the question names, which mem0's nearest may not reach among
+            # many alike (its vector store filters by substring; one that cannot, no harm)
+            holding = {"OR": [{"data": {"contains": word}} for word in named]}
+            steps.append(
+                attempt(
+                    self._similar_to(
+                        request.query,
+                        {"user_id": user, "kind": CONVERSATION, **holding},
+                        _NAMED_POOL,
+                    )
+                )
+            )
         results = iter((yield all_of(steps)))
         similar = self._hits(next(results), user, "similarity")
         preferences = (
@@ -351,7 +383,12 @@ class Mem0Backend(PlannedBackend):
         said = []
         if request.conversations > 0:
             pool = [h for h in similar if h.kind == CONVERSATION]
-            pool += [h for raw in results for h in self._hits(raw, user, "similarity")]
+            pool += [
+                h
+                for raw in results
+                if not isinstance(raw, Exception)
+                for h in self._hits(raw, user, "similarity")
+            ]
             said = self._said(request, pool)
         return recall_of(
             request,
