@@ -3649,13 +3649,14 @@ def test_a_reply_imported_later_takes_the_place_of_the_question_stored_without_i
     assert rag.remember(week2, user_id="alice", thread_id="ops", at="2026-03-01T09:00:00Z") == []
 
 
+@pytest.mark.parametrize("kind", ["mem0", "mem0_async", "memory"])
 def test_on_mem0_the_memory_holding_the_id_a_question_names_is_recalled_among_many_alike(
-    build: Callable[..., Any],
+    build: Callable[..., Any], kind: str
 ) -> None:
     """mem0 hands BM25 only its own nearest memories: among near-alike ones, the one
     holding the id the question names was out of that reach for 6 of 30 ids (of 300
     tickets). Those holding a named id are asked of mem0 too."""
-    rag = build("mem0")
+    rag = build(kind)
     rag.remember_many(_tickets(120), user_id="ops")
     missed = [
         i
