@@ -97,8 +97,9 @@ class _Handoff(Generic[T]):
     ``unclaimed``. The thread and the coroutine decide under one lock, so an outcome on its
     way to a caller cancelled meanwhile is not dropped between them."""
 
-    def __init__(self, unclaimed: Callable[[T], object] | None) -> None:
+    def __init__(self, unclaimed: Callable[[T], object] | None, bounded: bool) -> None:
         self.loop = asyncio.get_running_loop()
+        self.bounded = bounded
         self.future: asyncio.Future[T] = self.loop.create_future()
         self.unclaimed = unclaimed
         self._claim = threading.Lock()
@@ -107,7 +108,8 @@ class _Handoff(Generic[T]):
 
     def deliver(self, outcome: Outcome[T]) -> None:
         """On the thread, once ``fn`` has ended."""
-        _IN_FLIGHT.release()
+        if self.bounded:
+            _IN_FLIGHT.release()
         with self._claim:
             if self._waiting:
                 with contextlib.suppress(RuntimeError):  # the loop is closed
@@ -136,7 +138,9 @@ class _Handoff(Generic[T]):
             self.unclaimed(outcome.returned[0])
 
 
-async def in_thread(fn: Callable[[], T], unclaimed: Callable[[T], object] | None = None) -> T:
+async def in_thread(
+    fn: Callable[[], T], unclaimed: Callable[[T], object] | None = None, *, bounded: bool = True
+) -> T:
     """Await ``fn()`` run on its own daemon thread, not on the loop's default executor.
 
     For blocking backend calls under ``ainvoke`` that may hang (a memory backend that never
@@ -148,14 +152,17 @@ async def in_thread(fn: Callable[[], T], unclaimed: Callable[[T], object] | None
     ``unclaimed`` gets what ``fn()`` returned when the caller is no longer there to take it
     (cancelled, or closed with its loop): something that must be given back, such as a lock
     the call got, is given back instead of lost. It runs on a thread, never on the loop.
+    ``bounded=False``: the call never waits for one of the 256 threads, for what must run
+    at once whatever else hangs (giving a lock back).
     """
-    while not _IN_FLIGHT.acquire(blocking=False):
+    while bounded and not _IN_FLIGHT.acquire(blocking=False):
         await asyncio.sleep(0.01)
     try:
-        handoff: _Handoff[T] = _Handoff(unclaimed)
+        handoff: _Handoff[T] = _Handoff(unclaimed, bounded)
         outcome = on_daemon_thread(fn, "retrievalagent-blocking-call", handoff.deliver)
     except BaseException:
-        _IN_FLIGHT.release()
+        if bounded:
+            _IN_FLIGHT.release()
         raise
     try:
         return await handoff.future

@@ -198,6 +198,64 @@ async def test_a_cancelled_write_never_keeps_a_user_locked(
         await rag.adrain_background(10)
 
 
+async def test_a_write_cancelled_while_every_backend_thread_hangs_gives_its_lock_back(
+    pg_schema_url: str, make_agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """All 256 threads for backend calls are taken (a backend that hangs, when timeouts
+    and cancelled requests pile up) from the moment a write gets its user's lock: cancelled,
+    it still gives the lock back at once (its unlock once waited for a free thread, and a
+    second cancel left the lock held for every other worker)."""
+    import asyncio
+    import threading
+
+    from langgraph.store.postgres import AsyncPostgresStore
+
+    from retrievalagent import _threads
+    from retrievalagent.memory import _shared_locks
+
+    got = threading.Event()
+    ask = _shared_locks.SharedLocks._ask
+
+    def asking(self: Any, key: int, unlock: bool) -> bool:
+        answer = ask(self, key, unlock)
+        if answer and not unlock:
+            got.set()
+        return answer
+
+    monkeypatch.setattr(_shared_locks.SharedLocks, "_ask", asking)
+    taken: list[int] = []
+    done = threading.Event()
+
+    def hang_every_thread() -> None:  # each thread taken as soon as it is free
+        got.wait(10)
+        while not done.is_set() and len(taken) < 256:
+            if _threads._IN_FLIGHT.acquire(timeout=0.001):
+                taken.append(1)
+
+    async with AsyncPostgresStore.from_conn_string(pg_schema_url) as store:
+        await store.setup()
+        rag = make_agent("procs", memory_store=store)
+        said = [{"role": "user", "content": "I keep the backups on a NAS in the attic."}]
+        hog = threading.Thread(target=hang_every_thread, daemon=True)
+        hog.start()
+        write = asyncio.ensure_future(rag.aremember(said, user_id="alice", thread_id="hung"))
+        try:
+            await asyncio.sleep(2)
+            assert len(taken) == 256 and not write.done()  # stuck in its locked section
+            for _ in range(2):  # a cancelled request, then asyncio.run shutting down
+                write.cancel()
+                await asyncio.sleep(0.3)
+            with contextlib.suppress(asyncio.CancelledError):
+                await write
+            await asyncio.sleep(0.3)
+            assert _advisory_locks(pg_schema_url) == []
+        finally:
+            done.set()
+            hog.join(5)
+            for _ in taken:
+                _threads._IN_FLIGHT.release()
+
+
 def test_a_store_written_through_is_let_go_with_the_agent(
     pg_schema_url: str, tmp_path: Path, minilm: Any
 ) -> None:

@@ -30,7 +30,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from retrievalagent._threads import in_thread
+from retrievalagent._threads import in_thread, on_daemon_thread
 
 __all__ = ["SharedLocks", "shared_locks"]
 
@@ -142,7 +142,13 @@ class SharedLocks:
         caller: a lock got for a caller cancelled meanwhile (or whose loop has closed) is
         given back there, not left to a callback of a loop that may never run again."""
         if unlock:
-            await in_thread(lambda: self._given_back(key))
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:  # a coroutine closed with its loop: nothing to await on
+                on_daemon_thread(lambda: self._given_back(key), "retrievalagent-memory-unlock")
+                return False
+            # never waits for a thread of the bounded pool, which a hung backend may fill
+            await in_thread(lambda: self._given_back(key), bounded=False)
             return False
         return await in_thread(lambda: self._ask(key, False), unclaimed=self._giver(key))
 
