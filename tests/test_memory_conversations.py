@@ -3667,3 +3667,23 @@ def test_on_mem0_the_memory_holding_the_id_a_question_names_is_recalled_among_ma
     assert missed == []
     # typed in other case, it is still found
     assert "Ticket 21:" in rag.recall("which room is SRV0021 in?", user_id="ops")[0]["text"]
+
+
+def test_a_reply_import_that_fails_part_way_leaves_recall_as_the_store_holds_it(
+    make_agent: Callable[..., Any],
+) -> None:
+    """The import that replaces an unanswered exchange with its answer fails after the
+    store applied most of it: recall shows what the store holds (before, this process
+    kept recalling the unanswered copy the store had erased, and not the answer)."""
+    store = _PartWrites()
+    rag = make_agent("partly", memory_store=store)
+    asked = [{"role": "user", "content": "Which rack is the web server on? It is urgent."}]
+    rag.remember(asked, user_id="u", thread_id="ops", at="2026-03-01T09:00:00Z")
+    question = "Which rack is the web server on?"
+    assert len(rag.recall(question, user_id="u")) == 1  # this process has the user loaded
+    store.breaking = True
+    answered = [*asked, {"role": "assistant", "content": "Rack E2."}]
+    with pytest.raises(ConnectionResetError):
+        rag.remember(answered, user_id="u", thread_id="ops", at="2026-03-01T09:00:00Z")
+    held = sorted(m["id"] for m in rag.list_memories("u"))
+    assert sorted(h["id"] for h in rag.recall(question, user_id="u")) == held

@@ -714,12 +714,11 @@ class StoreBackend(PlannedBackend):
         ops += [PutOp(ns, key, None) for key in answered]
         ops.append(PutOp(stamps_ns, "added", stamp, index=False))
         if dated or answered:  # a history changed, or one went: every process reads again
-            ops.append(PutOp(stamps_ns, "erased", _stamp(), index=False))
-        yield self._batch(ops)
+            yield self._erasing(user_id, ops)
+        else:
+            yield self._batch(ops)
         read_token = _token(read[0], stamps_ns, "added")
-        if dated:
-            self.conversations.drop(user_id)
-        self._cache_written(user_id, values, vectors, parts, read_token, stamp["token"], answered)
+        self._cache_written(user_id, values, vectors, parts, read_token, stamp["token"])
         # what joined a history is reported as such (``JOINED``): a take-back of the write
         # must find it there, and ``remember`` does not list the fact it joined as stored
         return [_value_hit(key, value, 1.0, "stored") for key, value in values.items()] + [
@@ -734,7 +733,6 @@ class StoreBackend(PlannedBackend):
         parts: list[list[Any]],
         read_token: str | None,
         new_token: str,
-        deleted: list[str],
     ) -> None:
         """Our own writes go straight into the user's loaded index; the stamp moves with
         them only when nobody else wrote since this process last looked."""
@@ -742,7 +740,6 @@ class StoreBackend(PlannedBackend):
             index = self.conversations.get(user_id)
             if index is None:
                 return
-            index.delete(deleted)
             written = zip(values.items(), vectors, parts, strict=True)
             for (key, value), vector, its_parts in written:
                 index.upsert(key, value, _unit(vector), _unit_rows(np.asarray(its_parts, "<f2")))
