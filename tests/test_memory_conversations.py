@@ -3687,3 +3687,28 @@ def test_a_reply_import_that_fails_part_way_leaves_recall_as_the_store_holds_it(
         rag.remember(answered, user_id="u", thread_id="ops", at="2026-03-01T09:00:00Z")
     held = sorted(m["id"] for m in rag.list_memories("u"))
     assert sorted(h["id"] for h in rag.recall(question, user_id="u")) == held
+
+
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_exports_of_a_thread_taken_mid_reply_or_imported_at_once_store_its_latest_form(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """Weekly snapshots of one thread in one import, the first taken before the reply,
+    the second in the middle of it, the third after: one exchange is stored, with the whole
+    reply (before: three, each reaching the prompt)."""
+    question = {"role": "user", "content": "Where should I moor the Kestrel this winter?"}
+    first = {"role": "assistant", "content": "Let me check the tide tables."}
+    last = {"role": "assistant", "content": "Moor her at Pin Mill: it stays sheltered."}
+    snapshots = [[question], [question, first], [question, first, last]]
+    at = "2026-03-01T09:00:00Z"
+    rag = build(kind)
+    rag.remember_many(
+        [{"messages": m, "thread_id": "boat", "at": at} for m in snapshots], user_id="u"
+    )
+    (kept,) = [m["text"] for m in rag.list_memories("u") if "Kestrel" in m["text"]]
+    assert "Pin Mill" in kept
+    rag.forget("u")
+    for messages in snapshots:  # one export a week
+        rag.remember(messages, user_id="u", thread_id="boat", at=at)
+    (kept,) = [m["text"] for m in rag.list_memories("u") if "Kestrel" in m["text"]]
+    assert "Pin Mill" in kept

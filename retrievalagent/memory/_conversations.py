@@ -44,6 +44,7 @@ __all__ = [
     "earliest",
     "exchange_records",
     "fact_key",
+    "latest_forms",
     "mentions_self",
     "said_by_user",
     "said_in",
@@ -153,10 +154,11 @@ class ConversationRecord:
     #: erased, which holds the subject until the put-back is stored over it (so that no
     #: failure between the two leaves neither).
     in_place_of: tuple[str, Any] | None = None
-    #: An imported exchange that ends with the assistant's reply: the key it had when an
-    #: earlier export of its conversation ended before that reply came. Stored, it takes
-    #: that one's place (the same words, now answered), instead of standing beside it.
-    unanswered_key: str = ""
+    #: An imported exchange that ends with the assistant's reply: the keys it had when an
+    #: earlier export of its conversation ended before all of that reply came (the
+    #: question alone, then with each reply message but the last). Stored, it takes such a
+    #: one's place (the same words, now answered), instead of standing beside it.
+    earlier_keys: list[str] = field(default_factory=list)
 
     def takes_place_of(self, memory_id: str, written_us: Any) -> bool:
         """Whether this put-back may be stored over the memory ``memory_id`` holds."""
@@ -552,6 +554,13 @@ def _key(prefix: str, *parts: Any) -> str:
     return f"{prefix}{digest[:32]}"
 
 
+def latest_forms(records: Sequence[ConversationRecord]) -> list[ConversationRecord]:
+    """``records`` without an exchange another of them holds with more of its reply (two
+    exports of one thread imported at once: only the later one's is stored)."""
+    completed = {key for r in records for key in r.earlier_keys}
+    return [r for r in records if r.key not in completed]
+
+
 def _imported_identity(raw: Sequence[Said], place: int) -> Any:
     """What tells an imported exchange apart: its messages' ids and words when each has
     an id, else its place and words (see ``exchange_records``)."""
@@ -609,15 +618,17 @@ def exchange_records(
             identity: Any = ["turn", after, words]
         else:
             identity = _imported_identity(raw, place)
-        # what an export that ended before the reply stored of it, which the reply replaces
+        # what exports that ended before all the reply came stored of it, which it replaces
         asked = next((i for i in range(len(raw), 0, -1) if raw[i - 1].role != "assistant"), 0)
-        unanswered = ""
-        if after is None and 0 < asked < len(raw):
-            head = raw[:asked]
-            undated = thread_id or all(m.id for m in head)
-            unanswered = _key(
-                "x", thread_id, "" if undated else dated, _imported_identity(head, place)
+        incomplete = [
+            _key(
+                "x",
+                thread_id,
+                "" if thread_id or all(m.id for m in raw[:end]) else dated,
+                _imported_identity(raw[:end], place),
             )
+            for end in (range(asked, len(raw)) if after is None and asked else ())
+        ]
         records.append(
             ConversationRecord(
                 text=text,
@@ -636,7 +647,7 @@ def exchange_records(
                 speakers=list(
                     dict.fromkeys(m.name for m in unit if m.name and m.role != "assistant")
                 ),
-                unanswered_key=unanswered,
+                earlier_keys=incomplete,
             )
         )
     return records

@@ -43,6 +43,7 @@ from retrievalagent.memory._base import (
     recall_of,
     recall_text,
 )
+from retrievalagent.memory._conversations import latest_forms
 from retrievalagent.memory._hybrid import memory_fuser, rank_pool
 from retrievalagent.memory._plan import IO, Plan, attempt
 from retrievalagent.retrieval import Fuser
@@ -501,11 +502,11 @@ class Mem0Backend(PlannedBackend):
         replaces the older one on its subject, which its ``history`` keeps."""
         stored: list[MemoryHit] = []
         for user_id in dict.fromkeys(r.user_id for r in records):
-            mine = list({r.key: r for r in records if r.user_id == user_id}.values())
+            mine = latest_forms(list({r.key: r for r in records if r.user_id == user_id}.values()))
             user = mem0_user(user_id)
             older: dict[str, list[MemoryHit]] = {}
             keys = [r.key for r in mine if r.key]
-            keys += [r.unanswered_key for r in mine if r.unanswered_key]
+            keys += [key for r in mine for key in r.earlier_keys]
             if keys and any(self._methods["get_all"]):
                 raw = yield self._get_all(user, memory_key={"in": keys})
                 for hit in self._hits(raw, user, "listed"):
@@ -528,7 +529,7 @@ class Mem0Backend(PlannedBackend):
                 added = yield self._add_conversation(record, user, metadata)
                 stored += self._hits(_with_metadata(added, metadata), user, "stored")
                 # and what an export that ended before the reply stored of this exchange
-                unanswered = older.pop(record.unanswered_key, []) if record.unanswered_key else []
+                unanswered = [h for key in record.earlier_keys for h in older.pop(key, [])]
                 gone = [*replaced, *unanswered]
                 if gone and any(self._methods["delete"]):
                     yield self._erase(user, [h.id for h in gone], messages=False)

@@ -61,6 +61,7 @@ from retrievalagent.memory._base import (
     said_earlier,
     said_until,
 )
+from retrievalagent.memory._conversations import latest_forms
 from retrievalagent.memory._hybrid import (
     Candidate,
     IndexCache,
@@ -626,7 +627,7 @@ class StoreBackend(PlannedBackend):
         embedded in one call, then everything written in one batch."""
         stored: list[MemoryHit] = []
         for user in dict.fromkeys(r.user_id for r in records):
-            mine = list({r.key: r for r in records if r.user_id == user}.values())
+            mine = latest_forms(list({r.key: r for r in records if r.user_id == user}.values()))
             stored += yield from self._add_user_conversations(user, mine)
         return stored
 
@@ -636,7 +637,7 @@ class StoreBackend(PlannedBackend):
         ns, stamps_ns = self.namespace(user_id, CONVERSATIONS), self.namespace(user_id, STAMPS)
         # a fact put back needs its conversation still kept (forgotten meanwhile, it stays so)
         threads = list(dict.fromkeys(r.thread_id for r in records if r.restores))
-        unanswered = list(dict.fromkeys(r.unanswered_key for r in records if r.unanswered_key))
+        unanswered = list(dict.fromkeys(key for r in records for key in r.earlier_keys))
         read = yield self._batch(
             [
                 GetOp(stamps_ns, "added"),
@@ -709,7 +710,7 @@ class StoreBackend(PlannedBackend):
         ]
         # an exchange stored before its reply came is replaced by the one with the reply
         answered = [
-            r.unanswered_key for r in records if r.unanswered_key in awaiting and r.key in values
+            key for r in records if r.key in values for key in r.earlier_keys if key in awaiting
         ]
         ops += [PutOp(ns, key, None) for key in answered]
         ops.append(PutOp(stamps_ns, "added", stamp, index=False))
