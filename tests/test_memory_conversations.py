@@ -3712,3 +3712,37 @@ def test_exports_of_a_thread_taken_mid_reply_or_imported_at_once_store_its_lates
         rag.remember(messages, user_id="u", thread_id="boat", at=at)
     (kept,) = [m["text"] for m in rag.list_memories("u") if "Kestrel" in m["text"]]
     assert "Pin Mill" in kept
+
+
+def test_every_memory_holding_the_named_id_comes_before_those_alike(
+    make_agent: Callable[..., Any],
+) -> None:
+    """Two memories name the host the question asks about (where it was, and where it has
+    moved since), among 120 alike: both come first, so that recall(k=3) holds the move
+    (before, hosts the question does not name came second and third)."""
+    now = datetime(2026, 6, 15, 12, 0, tzinfo=timezone.utc)
+    hosts = [
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": f"Host srv{i:04d} is in server room R{i % 17} on floor {i % 5}.",
+                }
+            ],
+            "thread_id": f"host-{i}",
+            "at": (now - timedelta(days=30, minutes=i)).isoformat(),
+        }
+        for i in range(200, 320)
+    ]
+    hosts.append(
+        {
+            "messages": [{"role": "user", "content": "Host srv0213 is now in server room R42."}],
+            "thread_id": "moved",
+            "at": (now - timedelta(hours=2)).isoformat(),
+        }
+    )
+    rag = make_agent("hosts", memory_store=InMemoryStore())
+    rag.remember_many(hosts, user_id="ops")
+    for question in ("which room is srv0213 in now?", "where is srv0213?"):
+        found = rag.recall(question, user_id="ops", k=3, now=now)
+        assert all("srv0213" in h["text"] for h in found[:2]), (question, found)

@@ -57,6 +57,8 @@ _CANDIDATES = 3
 #: How far the best past exchange must stand above the mean relevance of those found for
 #: the question to count as plainly about the user's past (see ``_bar``; same dev half).
 STANDOUT = 0.12
+#: Most memories that can stand out together above the rest (``_standout_first``).
+_MOST_STANDING_OUT = 3
 #: For a question about now, the share of the best relevance at which two memories count
 #: as the same statement made again (put newest first; order only, see
 #: ``_newest_restated_first``).
@@ -425,22 +427,28 @@ def _said_when(hit: MemoryHit) -> float:
 
 
 def _standout_first(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
-    """``hits`` with the one far more relevant by its own words than every other (by
-    ``STANDOUT``) moved up to the first place after the question's time window.
+    """``hits`` with the few far more relevant by their own words than all the rest (by
+    ``STANDOUT``, at most ``_MOST_STANDING_OUT``) moved up, in their order, to the first
+    places after the question's time window.
 
     Fusion ranks within lists scaled to their own spread: among many near-alike memories
     (a user's tickets, hosts, orders) the dense list's small differences stretch to its
-    whole scale, and the one memory holding the id the question names, found by its words
-    alone, can sit below them all though it alone answers ("which room is srv0213 in?")."""
+    whole scale, and the memories holding the id the question names, found by their words
+    alone, can sit below them all though they alone answer ("which room is srv0213 in
+    now?": where it was, and where it has moved since, which a question about now then
+    puts first)."""
     outside = [h for h in hits if not h.in_window]
-    if len(outside) < 2:
+    ranked = sorted(outside, key=_alone, reverse=True)[: _MOST_STANDING_OUT + 1]
+    cut = next(
+        (i for i in range(1, len(ranked)) if _alone(ranked[i - 1]) - _alone(ranked[i]) >= STANDOUT),
+        0,
+    )
+    lead = {id(h) for h in ranked[:cut]}
+    if not lead or all(id(h) in lead for h in outside[:cut]):
         return list(hits)
-    best, second = sorted(outside, key=_alone, reverse=True)[:2]
-    if _alone(best) - _alone(second) < STANDOUT or best is outside[0]:
-        return list(hits)
-    rest = [h for h in hits if h is not best]
-    first = next(i for i, h in enumerate(rest) if not h.in_window)
-    return [*rest[:first], best, *rest[first:]]
+    rest = [h for h in hits if id(h) not in lead]
+    first = next((i for i, h in enumerate(rest) if not h.in_window), len(rest))
+    return [*rest[:first], *(h for h in outside if id(h) in lead), *rest[first:]]
 
 
 def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
