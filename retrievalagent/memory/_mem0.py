@@ -45,7 +45,7 @@ from retrievalagent.memory._base import (
 )
 from retrievalagent.memory._conversations import latest_forms
 from retrievalagent.memory._hybrid import memory_fuser, rank_pool
-from retrievalagent.memory._plan import IO, Plan, attempt
+from retrievalagent.memory._plan import IO, Plan
 from retrievalagent.retrieval import Fuser
 
 if TYPE_CHECKING:  # annotations only
@@ -257,6 +257,9 @@ class Mem0Backend(PlannedBackend):
         self.score_kind = score_kind
         _serialize_local_qdrant(memory)
         _deletes_overwritten(memory)  # a replaced memory's words go too
+        #: mem0's Qdrant store filters on a memory's words (``contains``); others are not
+        #: asked to (an operator a store does not know would fail every such recall)
+        self._finds_words = type(getattr(memory, "vector_store", None)).__name__ == "Qdrant"
 
     def _params(self, name: str) -> Any:
         sync, coro = self._methods[name]
@@ -358,19 +361,12 @@ class Mem0Backend(PlannedBackend):
                 "at": {"gte": window[0], "lt": window[1]},
             }
             steps.append(self._similar_to(request.query, dated, _POOL))
-        if request.conversations > 0 and (named := _named_ids(request.query)):
+        if request.conversations > 0 and self._finds_words and (named := _named_ids(request.query)):
             # what holds an id the question names, which mem0's nearest may not reach among
-            # many alike (its vector store filters by substring; one that cannot, no harm)
+            # many alike: a search of its own, failing as the others do
             holding = {"OR": [{"data": {"contains": word}} for word in named]}
-            steps.append(
-                attempt(
-                    self._similar_to(
-                        request.query,
-                        {"user_id": user, "kind": CONVERSATION, **holding},
-                        _NAMED_POOL,
-                    )
-                )
-            )
+            naming = {"user_id": user, "kind": CONVERSATION, **holding}
+            steps.append(self._similar_to(request.query, naming, _NAMED_POOL))
         results = iter((yield all_of(steps)))
         similar = self._hits(next(results), user, "similarity")
         preferences = (
@@ -384,12 +380,7 @@ class Mem0Backend(PlannedBackend):
         said = []
         if request.conversations > 0:
             pool = [h for h in similar if h.kind == CONVERSATION]
-            pool += [
-                h
-                for raw in results
-                if not isinstance(raw, Exception)
-                for h in self._hits(raw, user, "similarity")
-            ]
+            pool += [h for raw in results for h in self._hits(raw, user, "similarity")]
             said = self._said(request, pool)
         return recall_of(
             request,
