@@ -435,8 +435,7 @@ def _standout_first(hits: Sequence[MemoryHit]) -> list[MemoryHit]:
     (a user's tickets, hosts, orders) the dense list's small differences stretch to its
     whole scale, and the memories holding the id the question names, found by their words
     alone, can sit below them all though they alone answer ("which room is srv0213 in
-    now?": where it was, and where it has moved since, which a question about now then
-    puts first)."""
+    now?": where it was, and where it has moved since, each dated in the prompt)."""
     outside = [h for h in hits if not h.in_window]
     ranked = sorted(outside, key=_alone, reverse=True)[: _MOST_STANDING_OUT + 1]
     cut = next(
