@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import sys
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from retrievalagent._threads import in_thread, on_daemon_thread
@@ -128,36 +129,36 @@ class SharedLocks:
         """:meth:`hold` for a coroutine. A cancelled wait still learns whether it got the
         lock (the question runs on to its end on its thread), and gives it back if so."""
         key = lock_key(user_id)
-        while not await self._settled(key, False):
+        while not await self._aget(key):
             if time.monotonic() > deadline:
                 raise TimeoutError(busy)
             await asyncio.sleep(_POLL_SECONDS)
         try:
             yield
         finally:
-            await self._settled(key, True)
+            await self._agive_back(key)
 
-    async def _settled(self, key: int, unlock: bool) -> bool:
+    async def _aget(self, key: int) -> bool:
         """Ask on a thread of its own, which runs on to its end whatever becomes of the
         caller: a lock got for a caller cancelled meanwhile (or whose loop has closed) is
         given back there, not left to a callback of a loop that may never run again."""
-        if unlock:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:  # a coroutine closed with its loop: nothing to await on
-                on_daemon_thread(lambda: self._given_back(key), "retrievalagent-memory-unlock")
-                return False
-            # never waits for a thread of the bounded pool, which a hung backend may fill
-            await in_thread(lambda: self._given_back(key), bounded=False)
-            return False
-        return await in_thread(lambda: self._ask(key, False), unclaimed=self._giver(key))
+        return await in_thread(
+            lambda: self._ask(key, False), unclaimed=functools.partial(self._given_back_if, key)
+        )
 
-    def _giver(self, key: int) -> Callable[[bool], None]:
-        def give_back(got: bool) -> None:
-            if got:  # got for a caller who is gone
-                self._given_back(key)
+    def _given_back_if(self, key: int, got: bool) -> None:
+        if got:  # got for a caller who is gone
+            self._given_back(key)
 
-        return give_back
+    async def _agive_back(self, key: int) -> None:
+        """Give ``key`` back on a thread that never waits for one of ``in_thread``'s
+        bounded pool (a hung backend may fill it while this holds the lock)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a coroutine closed with its loop: nothing to await on
+            on_daemon_thread(lambda: self._given_back(key), "retrievalagent-memory-unlock")
+            return
+        await in_thread(lambda: self._given_back(key), bounded=False)
 
 
 #: Connection arguments of the store's that do not fit ours (we set them).
