@@ -3202,6 +3202,37 @@ def test_an_imported_conversation_is_dated_by_its_messages_times(key: str, value
     assert [m["at"][:10] for m in listed] == ["2024-03-14"]
 
 
+def test_a_time_kept_only_in_a_messages_metadata_dates_it() -> None:
+    """A message that gives its time only in its metadata (where some apps keep it) is
+    dated by it, as by its own; in the metadata, a value that is not a time is the user's
+    data, not an error. (Before, such a conversation read as said today.)"""
+    rag = make_offline_store_agent()
+    dict_message = {
+        "role": "user",
+        "content": "I adopted a greyhound called Pip.",
+        "metadata": {"msg": 1, "timestamp": "2024-03-14T09:30:00Z"},
+    }
+    langchain_message = HumanMessage(
+        "We moved to Leeds last spring.", metadata={"created_at": 1710408600}
+    )
+    for i, message in enumerate([dict_message, langchain_message]):
+        (stored,) = rag.remember([message], user_id="u", thread_id=f"t{i}")
+        assert stored["at"].startswith("2024-03-14T09:30:00"), stored
+    hit = rag.recall("What is my dog called?", user_id="u")[0]
+    assert "Pip" in hit["text"] and hit["at"].startswith("2024-03-14T09:30:00")
+    assert hit["sources"] == [{"msg": 1, "timestamp": "2024-03-14T09:30:00Z"}]
+    # the message's own time comes first; a metadata value that is no time is left alone
+    own = {**dict_message, "timestamp": "2025-01-02T08:00:00Z"}
+    (stored,) = rag.remember([own], user_id="v", thread_id="a")
+    assert stored["at"].startswith("2025-01-02T08:00")
+    for value in ("HQ", 20260105, "2999-01-01T00:00:00Z"):
+        odd = {"role": "user", "content": f"Lunch is at {value}.", "metadata": {"at": value}}
+        (stored,) = rag.remember([odd], user_id="w", thread_id=f"odd-{value}", at="2025-02-03")
+        assert stored["at"].startswith("2025-02-03"), (value, stored)
+        (stored,) = rag.remember([odd], user_id="x", thread_id=f"odd-{value}")
+        assert stored["at"][:4] == str(datetime.now(timezone.utc).year), (value, stored)
+
+
 @pytest.fixture
 def in_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This process's local time is UTC+9 (a fixed zone: no tz database needed)."""
@@ -3719,7 +3750,8 @@ def test_every_memory_holding_the_named_id_comes_before_those_alike(
 ) -> None:
     """Two memories name the host the question asks about (where it was, and where it has
     moved since), among 120 alike: both come first, so that recall(k=3) holds the move
-    (before, hosts the question does not name came second and third)."""
+    (before, hosts the question does not name came second and third); asked how things
+    stand now, recall(k=1) keeps the move (before, where the host was)."""
     now = datetime(2026, 6, 15, 12, 0, tzinfo=timezone.utc)
     hosts = [
         {
@@ -3746,3 +3778,7 @@ def test_every_memory_holding_the_named_id_comes_before_those_alike(
     for question in ("which room is srv0213 in now?", "where is srv0213?"):
         found = rag.recall(question, user_id="ops", k=3, now=now)
         assert all("srv0213" in h["text"] for h in found[:2]), (question, found)
+    # asked how things stand now, the one memory recall(k=1) keeps is where the host is now
+    for question in ("which room is srv0213 in now?", "Where is srv0213 these days?"):
+        [only] = rag.recall(question, user_id="ops", k=1, now=now)
+        assert "R42" in only["text"], (question, only)

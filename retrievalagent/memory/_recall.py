@@ -260,9 +260,9 @@ class MemoryReader:
         said = [h for h in said if h.kind == CONVERSATION and h.id not in restated]
         kept = [h for h in facts if h.score >= self.policy.fact_threshold]
         kept, preferences = _once(kept), _once(preferences, [*kept])
-        conversations = self._conversations(said, [*kept, *preferences], limit, question)
-        if present:
-            conversations = _newest_restated_first(conversations)
+        conversations = self._conversations(
+            said, [*kept, *preferences], limit, question, present=present
+        )
         similarities = [h.similarity for h in facts if h.similarity is not None]
         out = Recollection(
             facts=kept,
@@ -285,9 +285,13 @@ class MemoryReader:
         already: Sequence[MemoryHit],
         limit: int | None,
         question: str = "",
+        *,
+        present: bool = False,
     ) -> list[MemoryHit]:
         """Relevant enough (or said in the question's time window), each once, within the
-        count and the size bounds, in the order recall ranked them."""
+        count and the size bounds, in the order recall ranked them; for a question about
+        now (``present``), a statement made again comes in its older one's place before
+        the count is cut, so that recall(k=1) gives where things stand."""
         policy = self.policy
         wanted = set(self.encoder.query_terms(question)) if question else set()
 
@@ -296,6 +300,8 @@ class MemoryReader:
 
         bar = _bar(said[: _CANDIDATES * policy.conversation_limit], policy)
         relevant = [h for h in _standout_first(said) if h.in_window or _alone(h) >= bar]
+        if present:
+            relevant = _newest_restated_first(relevant)
         relevant = _room_outside_window(
             _once(relevant, already), limit or policy.conversation_limit
         )
