@@ -755,6 +755,34 @@ def test_a_question_naming_a_time_recalls_what_was_said_then_first(
     assert latest[0]["thread_id"] == "yesterday"
 
 
+@pytest.mark.parametrize(
+    ("question", "day"),
+    [
+        ("What did I buy in March 2024?", "2024-03-10"),
+        ("what did i buy in march, 2025?", "2025-03-10"),
+        ("What did I buy on 10 March 2024?", "2024-03-10"),
+        ("What did I buy on March 10, 2024?", "2024-03-10"),
+        ("What did I buy in early March 2025?", "2025-03-10"),
+        ("What did I buy in July 2024?", "2024-07-04"),
+        ("What did I buy in 2025?", "2025-03-10"),
+        ("What did I buy in March?", "2026-03-10"),  # no year: the latest March
+    ],
+)
+def test_a_year_the_question_names_is_the_year_it_asks_about(question: str, day: str) -> None:
+    """ "in March 2024" is March 2024, not the latest March (before, the year was not
+    read, and what was said in March 2026 and 2025 came first)."""
+    rag = make_offline_store_agent()
+    for at, thing in [
+        ("2024-03-10", "a red bicycle"),
+        ("2025-03-10", "a green kayak"),
+        ("2026-03-10", "a blue tent"),
+        ("2024-07-04", "a yellow lamp"),
+    ]:
+        rag.remember([{"role": "user", "content": f"I bought {thing}."}], user_id="bob", at=at)
+    found = rag.recall(question, user_id="bob", k=2, now="2026-11-28T12:00:00Z")
+    assert found[0]["at"][:10] == day, (question, found)
+
+
 async def test_a_time_in_the_question_counts_under_arecall_and_ainvoke(
     build: Callable[..., Any],
 ) -> None:
