@@ -46,8 +46,12 @@ MAX_ID_CHARS = 256
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-# Zero-width and invisible format characters: a question of only these is empty.
-_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u2028-\u202f\u205f-\u206f\ufeff]")
+# Zero-width and invisible format characters: a question of only these is empty. Not
+# the narrow and the medium space (U+202F, U+205F), which NFKC makes spaces.
+_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+# The line and paragraph separators end a line, as a newline does ("Hosts:\u2028alpha
+# runs nginx" is two lines, never "Hosts:alpha").
+_LINE_BREAK = re.compile(r"[\u2028\u2029]")
 _WORD = re.compile(r"\w")
 #: The most passages one search returns: the bound of ``top_k``, as a setting
 #: (``Settings.top_k``) and per call (``search(top_k=...)``, ``configurable.top_k``);
@@ -57,9 +61,11 @@ MAX_TOP_K = 1000
 
 def clean_text(text: str) -> str:
     """``text`` without what no store or model can take or show: invisible format
-    characters dropped, control characters (NUL included, which PostgreSQL refuses) as
-    spaces, lone surrogates (which UTF-8 cannot encode) as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", _INVISIBLE.sub("", text)))
+    characters dropped, line and paragraph separators as newlines, control characters
+    (NUL included, which PostgreSQL refuses) as spaces, lone surrogates (which UTF-8
+    cannot encode) as U+FFFD."""
+    text = _LINE_BREAK.sub("\n", _INVISIBLE.sub("", text))
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text))
 
 
 def normalized(text: str) -> str:

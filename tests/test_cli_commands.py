@@ -394,7 +394,9 @@ def test_memory_import_reads_line_separators_inside_json_strings_as_text(
     assert done.exit_code == 0, done.output
     assert "imported 1 conversation(s) of 'ann': 1 new memory" in done.stdout
     listed = invoke(runner, "memory", "list", "ann", "-c", "notes").stdout
-    assert "rack B4." in listed and "for the" in listed and "key. / assistant: Noted." in listed
+    # each separator parts the words it stands between (before, U+2028 and U+2029 were
+    # deleted: "B4.Ask Samfor the key.")
+    assert "rack B4. Ask Sam for the key. / assistant: Noted." in listed, listed
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps(rows[0], ensure_ascii=False) + "\n{\n", encoding="utf-8")
     refused = runner.invoke(app, ["memory", "import", str(broken), "--user", "ann", "-c", "notes"])

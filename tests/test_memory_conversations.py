@@ -3194,6 +3194,23 @@ def test_words_typed_full_width_are_found_as_typed() -> None:
     assert "INC-20931" in first["text"]
 
 
+def test_unicode_separators_and_spaces_part_the_words_they_stand_between() -> None:
+    """A line or paragraph separator (U+2028, U+2029) and the narrow and medium spaces
+    (U+202F, U+205F) stand between words: each is stored as a space, and the words stay
+    apart (before, all four were deleted as invisible: "Hosts:alpha runs nginxbeta"), so
+    a question finds the host by its name."""
+    rag = make_offline_store_agent()
+    said = "Hosts:\u2028alpha runs nginx\u2029beta runs postgres\u202fand\u205fgamma runs redis"
+    (stored,) = rag.remember([{"role": "user", "content": said}], user_id="bob", thread_id="t")
+    text = "user: Hosts: alpha runs nginx beta runs postgres and gamma runs redis"
+    assert stored["text"] == text
+    (hit,) = rag.recall("what does gamma run?", user_id="bob")
+    assert hit["text"] == text
+    # a question of separators alone is still empty
+    with pytest.raises(ConfigError, match="non-empty"):
+        rag.recall("\u2028\u2029\u202f", user_id="bob")
+
+
 def remembered_at(at: str, user: str) -> tuple[Any, dict[str, Any]]:
     """An offline agent that remembered one line of ``user`` said at ``at``, and what it
     stored of it."""
