@@ -411,13 +411,17 @@ def test_memory_import_refuses_bad_files_naming_the_file_and_line(
     not_json = tmp_path / "broken.jsonl"
     not_json.write_text(json.dumps(good) + "\nnot json\n", encoding="utf-8")
     latin = tmp_path / "latin.jsonl"
-    latin.write_bytes(b'{"role": "user", "content": "Caf\xe9"}\n')
+    latin.write_bytes(b'{"role": "user", "content": "Caf"}\n{"role": "user", "content": "\xe9"}\n')
+    # an export as most tools write it: one JSON list over many lines
+    pretty = tmp_path / "export.json"
+    pretty.write_text(json.dumps([{"messages": [good]}], indent=2), encoding="utf-8")
     (tmp_path / "folder").mkdir()
     cases = {
         str(not_json): "broken.jsonl line 2 is not JSON",
         str(tmp_path / "folder"): "folder is not a file",
         str(tmp_path / "missing.jsonl"): "missing.jsonl: no such file",
-        str(latin): "latin.jsonl is not UTF-8",
+        str(latin): "latin.jsonl line 2 is not UTF-8",
+        str(pretty): "export.json is one JSON document written over several lines",
         str(_jsonl(tmp_path / "empty.jsonl")): "holds no messages",
         # a bad message in the third conversation: named, and nothing of the file stored
         str(
@@ -823,6 +827,31 @@ def test_memory_import_stopped_by_ctrl_c_says_what_to_do_and_a_rerun_finishes_it
     listed = json.loads(memory("list", "ann", "--json").stdout)
     texts = sorted(m["text"] for m in listed)
     assert len(texts) == n and len(set(texts)) == n  # every conversation once
+
+
+def test_memory_import_stopped_by_ctrl_c_before_it_writes_says_nothing_was_imported(
+    runner: CliRunner, notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the file is read or the model loads: exit 130 and a line saying
+    nothing was imported (before, the import stopped without a word)."""
+    from retrievalagent.cli import _memory
+
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    history = _jsonl(tmp_path / "h.jsonl", {"messages": [{"role": "user", "content": "Hi."}]})
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    for step in ("read_conversations", "_memory_agent"):
+        with monkeypatch.context() as patch:
+            patch.setattr(_memory, step, ctrl_c)
+            stopped = runner.invoke(
+                app, ["memory", "import", str(history), "--user", "ann", "-c", "notes"]
+            )
+        assert stopped.exit_code == 130, (step, stopped.output)
+        assert "interrupted before anything was stored: nothing was imported" in stopped.stderr
+    listed = runner.invoke(app, ["memory", "list", "ann", "--json", "-c", "notes"])
+    assert json.loads(listed.stdout) == []
 
 
 @pytest.mark.parametrize("when", ["reading", "summing_up"])

@@ -199,36 +199,49 @@ def import_history(
         if thread is not None:
             thread = check_name(thread, "--thread", NAMED_AFTER_WHAT_WAS_SAID)
         _when(at, "--at")
-        # every line is checked before anything is stored: a bad one stops the import
-        conversations = read_conversations(file, at=at)
-        if thread is not None and len(conversations) > 1:
-            raise ConfigError(
-                f"--thread names one conversation, and {file} holds {len(conversations)}: "
-                'give each line its own "thread_id", or leave --thread out to name each '
-                "conversation after what was said"
-            )
-        named = []
-        for conversation in conversations:
-            # without an id, a conversation is named after what was said (by remember):
-            # importing it again, from a renamed file or another line, stores nothing new
-            thread_id = conversation.get("thread_id") or thread
-            at_ = conversation.get("at") or at
-            named.append({"messages": conversation["messages"], "thread_id": thread_id, "at": at_})
-        with _memory_agent(collection, store, backend_url, data_dir) as rag:
-            # embedded and written a few hundred texts at a time, across conversations
-            try:
+        writing = False
+        try:
+            # every line is checked before anything is stored: a bad one stops the import
+            conversations = read_conversations(file, at=at)
+            named = _named(conversations, file, thread, at)
+            with _memory_agent(collection, store, backend_url, data_dir) as rag:
+                # embedded and written a few hundred texts at a time, across conversations
+                writing = True
                 stored = len(rag.remember_many(named, user_id=user))
-            except KeyboardInterrupt:
-                err.print(
-                    "interrupted: what was written before it stays remembered; run the same "
-                    "command again to import the rest (nothing already stored is stored twice)",
-                    soft_wrap=True,
-                )
-                raise typer.Exit(130) from None
+        except KeyboardInterrupt:
+            err.print(
+                "interrupted: what was written before it stays remembered; run the same "
+                "command again to import the rest (nothing already stored is stored twice)"
+                if writing
+                else "interrupted before anything was stored: nothing was imported",
+                soft_wrap=True,
+            )
+            raise typer.Exit(130) from None
     console.print(
         f"imported {len(conversations)} conversation(s) of {escape(user)!r}: "
         f"{stored} new memor{'y' if stored == 1 else 'ies'}"
     )
+
+
+def _named(
+    conversations: list[dict[str, Any]], file: Path, thread: str | None, at: str | None
+) -> list[dict[str, Any]]:
+    """The conversations as ``remember_many`` takes them, named and dated by ``--thread``
+    and ``--at`` where their lines do not say."""
+    if thread is not None and len(conversations) > 1:
+        raise ConfigError(
+            f"--thread names one conversation, and {file} holds {len(conversations)}: "
+            'give each line its own "thread_id", or leave --thread out to name each '
+            "conversation after what was said"
+        )
+    named = []
+    for conversation in conversations:
+        # without an id, a conversation is named after what was said (by remember):
+        # importing it again, from a renamed file or another line, stores nothing new
+        thread_id = conversation.get("thread_id") or thread
+        at_ = conversation.get("at") or at
+        named.append({"messages": conversation["messages"], "thread_id": thread_id, "at": at_})
+    return named
 
 
 def _json_lines(path: Path) -> list[str]:
@@ -237,10 +250,16 @@ def _json_lines(path: Path) -> list[str]:
     it numbered wrong. Split at "\\n" only (reading in text mode turns CRLF and CR into it)."""
     if not path.is_file():
         raise ConfigError(f"{path}: no such file" if not path.exists() else f"{path} is not a file")
+    data = path.read_bytes()
     try:
-        return path.read_text(encoding="utf-8-sig").split("\n")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path} line {line} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+    # as text mode reads it: CRLF and CR end a line as "\n" does
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _json_rows(path: Path) -> list[tuple[int, Any]]:
@@ -252,6 +271,13 @@ def _json_rows(path: Path) -> list[tuple[int, Any]]:
         try:
             rows.append((number, json.loads(line, object_pairs_hook=_no_repeats)))
         except json.JSONDecodeError as exc:
+            if _one_document(path):
+                raise ConfigError(
+                    f"{path} is one JSON document written over several lines, and import "
+                    "reads JSON lines: one message or one conversation a line. Write it so "
+                    "(a list of conversations: jq -c '.[]' FILE; a list of messages: "
+                    "jq -c . FILE, one line)"
+                ) from None
             raise ConfigError(f"{path} line {number} is not JSON: {exc.msg}") from None
         except RecursionError:
             raise ConfigError(
@@ -263,6 +289,16 @@ def _json_rows(path: Path) -> list[tuple[int, Any]]:
                 "only the last)"
             ) from None
     return rows
+
+
+def _one_document(path: Path) -> bool:
+    """Whether ``path`` holds one JSON list or object over several lines (a pretty-printed
+    export), which a line of it alone is not."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(document, list | dict)
 
 
 def read_conversations(path: Path, at: str | None = None) -> list[dict[str, Any]]:
