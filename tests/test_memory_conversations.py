@@ -849,6 +849,36 @@ def test_the_clause_that_answers_is_found_in_a_message_that_says_more(
 
 
 @pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_what_a_process_whose_clock_runs_behind_remembers_is_recalled_by_the_others(
+    build: Callable[..., Any], kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process reads what is new by when it was written. A writer whose clock runs
+    ten minutes behind wrote memories that a process already holding the user's index never
+    recalled, though list_memories showed them: a write now comes after the last one,
+    whatever the writer's clock says."""
+    from retrievalagent.memory import _store
+
+    reader = build(kind)
+    said = "The staging database lives on host db-stage-01."
+    reader.remember([{"role": "user", "content": said}], user_id="kim", thread_id="a")
+    assert reader.recall("Where does the staging database live?", user_id="kim")  # loaded
+    writer = build(kind, memory_store=reader.memory_store)
+
+    class Behind(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return datetime.now(tz) - timedelta(minutes=10)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_store, "datetime", Behind)
+        said = "The nightly backups go to the bucket acme-nightly."
+        writer.remember([{"role": "user", "content": said}], user_id="kim", thread_id="b")
+    assert len(reader.list_memories("kim")) == 2
+    found = reader.recall("Which bucket do the nightly backups go to?", user_id="kim")
+    assert any("acme-nightly" in h["text"] for h in found), found
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
 def test_remember_runs_the_model_once_over_each_text_it_stores(
     build: Callable[..., Any], kind: str, minilm_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,7 +13,8 @@ memories are loaded once, then kept current through two stamps under
 recall fetches only those written since) and ``erased`` (a deletion: the next recall
 reloads the user). A process also fetches what is new at least every
 ``_RECHECK_SECONDS``, which bounds how long a write racing another process's can stay
-unseen.
+unseen. What is new is read by ``written_us``, which each write takes one past the last
+write's (the ``added`` stamp keeps it), so a writer's slow clock cannot hide its writes.
 
 One recall is one ``batch`` call: the user's listing (or the store's own semantic search
 when it has a vector index), the preferences, a ``GetOp`` per alias key of the question
@@ -151,8 +152,24 @@ def _token(item: Any, ns: tuple[str, str] | None = None, key: str = "") -> str |
     return str(item.value.get("token") or "")
 
 
-def _stamp() -> dict[str, Any]:
-    return {"token": uuid.uuid4().hex, "at": iso(datetime.now(timezone.utc))}
+def _stamp(us: int | None = None) -> dict[str, Any]:
+    stamp: dict[str, Any] = {"token": uuid.uuid4().hex, "at": iso(datetime.now(timezone.utc))}
+    if us is not None:
+        stamp["us"] = us
+    return stamp
+
+
+def _write_us(now: datetime, added: Any, ns: tuple[str, str]) -> int:
+    """The ``written_us`` of a write: its time, or one more than the last write's (the
+    ``added`` stamp it read under the user's lock) where that is later. Another process
+    reads what is new by ``written_us`` (``_since``, with ``_LAG_US`` to spare): by a
+    writer's clock alone, one running minutes behind the others wrote memories their
+    recall never read, though ``list_memories`` showed them."""
+    mine = int(now.timestamp() * 1_000_000)
+    last = added.value.get("us") if _token(added, ns, "added") else None
+    if isinstance(last, int) and not isinstance(last, bool):
+        return max(mine, last + 1)
+    return mine
 
 
 def _hit(item: Item, score: float, matched: str, similarity: float | None = None) -> MemoryHit:
@@ -695,16 +712,17 @@ class StoreBackend(PlannedBackend):
         }
         records = [r for r in records if r.key not in dated]
         vectors, parts = yield from self._embed_said([r.said or r.text for r in records])
+        written_us = _write_us(now, read[0], stamps_ns)
         values = {}
         for record, vector, its_parts in zip(records, vectors, parts, strict=True):
             value = record.value(iso(now))
-            value["written_us"] = int(now.timestamp() * 1_000_000)
+            value["written_us"] = written_us
             value["history"] = _history(older.get(record.key), record)
             value["vector"], value["embedding_model"] = _pack(vector), self.embedding_name
             if its_parts:
                 value["part_vectors"] = _pack_parts(its_parts)
             values[record.key] = value
-        stamp = _stamp()
+        stamp = _stamp(written_us)
         ops: list[Any] = [
             PutOp(ns, key, value, index=False) for key, value in {**values, **dated}.items()
         ]
