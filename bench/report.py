@@ -642,6 +642,7 @@ MEMORY_RESULTS = (
     "memory_conversations",
     "memory_conversation_injection",
     "memory_conversation_scale",
+    "memory_remember_length",
 )
 
 _CONVERSATION_METHODS = {
@@ -1166,6 +1167,53 @@ def conversation_scale_section(res: dict[str, Any] | None) -> str:
         "so does the check for already-stored exchanges each `remember` makes; each exchange "
         "is then one mem0 `add` (its own embedding, a Qdrant write and a history row in "
         "SQLite). A Qdrant server filters with payload indexes instead (not measured here).\n"
+    )
+
+
+def remember_length_section(res: dict[str, Any] | None) -> str:
+    if not res:
+        return "Not run (`python -m bench.memory.remember_length`).\n"
+    rows = []
+    for name, lengths in res["backends"].items():
+        for r in lengths.values():
+            rows.append(
+                (
+                    name,
+                    str(r["messages"]),
+                    f"{r['exchanges_per_conversation']:.1f}",
+                    f"{sum(b['texts'] for b in r['batches']):,} in {len(r['batches'])} batches",
+                    f"{r['remember_per_s']:.0f}",
+                    f"{r['raw_batch_per_s']:.0f}",
+                    f"{r['ratio']:.2f}× ({_ok(r['target_met'])})",
+                    f"{r['ratio_per_conversation']:.2f}×",
+                    f"{r['ratio_many']:.2f}×",
+                )
+            )
+    return (
+        f"The throughput measurement above (`{res['command']}`; see its docstring), repeated "
+        "for conversations of a given number of messages, by an agent holding "
+        f"{res.get('seed_memories', 1000):,} memories of the user: `remember` (one call per conversation) against the raw "
+        "embedder's `embed_documents` of the same texts in one call (the target's "
+        "reference) and in one call per conversation, and `remember_many` of the same "
+        "conversations against the one-call figure. Medians of the batches, run "
+        f"{res.get('git', '?')}, {str(res.get('created', '?'))[:16].replace('T', ' ')} UTC. "
+        "Absolute rates follow the host's speed of the moment; the ratios compare "
+        "measurements taken in turn.\n\n"
+        + table(
+            (
+                "Backend",
+                "Messages a conversation",
+                "Exchanges a conversation",
+                "Texts",
+                "`remember` texts/s",
+                "Raw, one call",
+                "Ratio (target ≥ 0.7×)",
+                "Ratio to per-conversation calls",
+                "`remember_many` ratio",
+            ),
+            rows,
+        )
+        + "\n"
     )
 
 
@@ -1742,6 +1790,9 @@ the same MiniLM model; embedding 100k passages takes about an hour on 2 cores); 
 ### Conversation memory at scale
 
 {conversation_scale_section(results.get("memory_conversation_scale"))}
+### `remember` by conversation length
+
+{remember_length_section(results.get("memory_remember_length"))}
 ## 7. What a turn costs with a hosted LLM
 
 {cost_section(results.get("cost"))}

@@ -240,3 +240,21 @@ def test_haystack_takes_what_the_split_has_and_refuses_a_negative_size(
     assert [u["sessions"] for u in unpadded["users"]] == [u["sessions"] for u in data["users"]]
     with pytest.raises(ValueError, match="sessions must be >= 0"):
         with_haystack(data, -1)
+
+
+def test_length_sweep_batches_conversations_of_the_length_asked() -> None:
+    from bench.memory.conversation_scale import said_texts
+    from bench.memory.remember_length import _batches
+
+    for length in (10, 40):
+        batches = _batches(length, 3, 120)
+        assert len(batches) == 3 and all(batches)
+        convs = [c for b in batches for c in b]
+        # every conversation but the generator's last has exactly the messages asked for
+        assert {len(c["messages"]) for c in convs[:-1]} == {length}
+        assert len({c["thread_id"] for c in convs}) == len(convs)
+        # each batch holds about the texts asked for: it closes at the first conversation
+        # that takes it to them
+        for batch in batches[:-1]:
+            texts = [len(said_texts(c)) for c in batch]
+            assert sum(texts) >= 120 > sum(texts[:-1])

@@ -139,23 +139,25 @@ def _roles(rng: random.Random, n: int) -> list[str]:
     return roles
 
 
-def conversations(n_memories: int, *, seed: int = SEED, prefix: str = "c") -> list[dict[str, Any]]:
-    """Conversations of about ten messages holding ``n_memories`` exchanges in all (an
-    exchange starts at each message not by the assistant), dated over ``SPAN`` before
-    ``NOW``, oldest first."""
+def conversations(
+    n_memories: int, *, seed: int = SEED, prefix: str = "c", messages: tuple[int, int] = (8, 12)
+) -> list[dict[str, Any]]:
+    """Conversations of ``messages`` (fewest, most) messages, about ten by default, holding
+    ``n_memories`` exchanges in all (an exchange starts at each message not by the
+    assistant), dated over ``SPAN`` before ``NOW``, oldest first."""
     src = _pools()
     rng = random.Random(f"{seed}:{prefix}")
     out: list[dict[str, Any]] = []
     said: set[str] = set()
     left = n_memories
     while left > 0:
-        roles = _roles(rng, rng.randint(8, 12))
+        roles = _roles(rng, rng.randint(*messages))
         people = [i for i, r in enumerate(roles) if r != "assistant"]
         if len(people) > left:  # the last one: exactly the memories asked for
             roles = roles[: people[left]]
         left -= sum(r != "assistant" for r in roles)
         cast = rng.sample(src["names"], 2)
-        messages = []
+        said_now = []
         for role in roles:
             text = ""
             while not text or (role != "assistant" and text in said):  # one memory each
@@ -166,8 +168,8 @@ def conversations(n_memories: int, *, seed: int = SEED, prefix: str = "c") -> li
             message["content"] = text
             if role == "named":
                 message["name"] = rng.choice(cast)
-            messages.append(message)
-        out.append({"thread_id": f"{prefix}{len(out):05d}", "messages": messages})
+            said_now.append(message)
+        out.append({"thread_id": f"{prefix}{len(out):05d}", "messages": said_now})
     step = SPAN / max(1, len(out))
     for i, conv in enumerate(out):
         jitter = timedelta(seconds=rng.uniform(0, step.total_seconds() * 0.8))
