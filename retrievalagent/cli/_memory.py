@@ -247,7 +247,8 @@ def _named(
 def _json_lines(path: Path) -> list[str]:
     """The lines of ``path``: ``str.splitlines`` also breaks at U+2028, U+2029 and U+0085,
     which JSON allows raw inside a string, so a valid line was refused and the lines after
-    it numbered wrong. Split at "\\n" only (reading in text mode turns CRLF and CR into it)."""
+    it numbered wrong. Split at "\\n" only, once CRLF and CR are made "\\n" (as text mode
+    reads them)."""
     if not path.is_file():
         raise ConfigError(f"{path}: no such file" if not path.exists() else f"{path} is not a file")
     data = path.read_bytes()
@@ -265,13 +266,14 @@ def _json_lines(path: Path) -> list[str]:
 def _json_rows(path: Path) -> list[tuple[int, Any]]:
     """Each line of ``path`` that is not blank, read as JSON, with its number."""
     rows = []
-    for number, line in enumerate(_json_lines(path), 1):
+    lines = _json_lines(path)
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             rows.append((number, json.loads(line, object_pairs_hook=_no_repeats)))
         except json.JSONDecodeError as exc:
-            if _one_document(path):
+            if _one_document("\n".join(lines)):
                 raise ConfigError(
                     f"{path} is one JSON document written over several lines, and import "
                     "reads JSON lines: one message or one conversation a line. Write it so "
@@ -291,11 +293,11 @@ def _json_rows(path: Path) -> list[tuple[int, Any]]:
     return rows
 
 
-def _one_document(path: Path) -> bool:
-    """Whether ``path`` holds one JSON list or object over several lines (a pretty-printed
-    export), which a line of it alone is not."""
+def _one_document(text: str) -> bool:
+    """Whether ``text`` (a file's) is one JSON list or object over several lines (a
+    pretty-printed export), which a line of it alone is not."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8-sig"))
+        document = json.loads(text)
     except (ValueError, RecursionError):
         return False
     return isinstance(document, list | dict)
