@@ -876,6 +876,16 @@ def test_what_a_process_whose_clock_runs_behind_remembers_is_recalled_by_the_oth
     assert len(reader.list_memories("kim")) == 2
     found = reader.recall("Which bucket do the nightly backups go to?", user_id="kim")
     assert any("acme-nightly" in h["text"] for h in found), found
+    # the same after a write of a version that did not number them: its stamp's time counts
+    stamp = {"token": "from-an-earlier-version", "at": datetime.now(timezone.utc).isoformat()}
+    reader.memory_store.put(("memory_stamps", "kim"), "added", stamp, index=False)
+    assert reader.recall("Where does the staging database live?", user_id="kim")
+    with monkeypatch.context() as patch:
+        patch.setattr(_store, "datetime", Behind)
+        said = "The weekly reports go to the bucket acme-weekly."
+        writer.remember([{"role": "user", "content": said}], user_id="kim", thread_id="c")
+    found = reader.recall("Which bucket do the weekly reports go to?", user_id="kim")
+    assert any("acme-weekly" in h["text"] for h in found), found
 
 
 @pytest.mark.parametrize("kind", ["store", "postgres"])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import re
 import threading
 import time
@@ -72,7 +73,7 @@ from retrievalagent.memory._hybrid import (
 )
 from retrievalagent.memory._hybrid import unit as _unit
 from retrievalagent.memory._plan import IO, Plan
-from retrievalagent.memory._temporal import iso
+from retrievalagent.memory._temporal import iso, timestamp
 from retrievalagent.retrieval import Fuser
 
 if TYPE_CHECKING:  # annotations only
@@ -166,10 +167,15 @@ def _write_us(now: datetime, added: Any, ns: tuple[str, str]) -> int:
     writer's clock alone, one running minutes behind the others wrote memories their
     recall never read, though ``list_memories`` showed them."""
     mine = int(now.timestamp() * 1_000_000)
-    last = added.value.get("us") if _token(added, ns, "added") else None
-    if isinstance(last, int) and not isinstance(last, bool):
-        return max(mine, last + 1)
-    return mine
+    if not _token(added, ns, "added"):
+        return mine
+    last = added.value.get("us")
+    if not isinstance(last, int) or isinstance(last, bool):
+        # a stamp from before writes were numbered: its writer's time, which is no earlier
+        # than what that write numbered its memories by
+        at = timestamp(str(added.value.get("at") or ""))
+        last = int(at * 1_000_000) if math.isfinite(at) else 0
+    return max(mine, last + 1)
 
 
 def _hit(item: Item, score: float, matched: str, similarity: float | None = None) -> MemoryHit:
