@@ -237,7 +237,9 @@ def said_of(
         return None
     at = _message_time(timed, position, strict) if times else ""
     if times and not at and metadata:
-        at = _metadata_time(metadata, position)
+        # where some apps keep it; metadata is the user's own data, so a value there that
+        # is not a time is left as it is, never an error
+        at = _message_time(metadata, position, strict=False)
     return Said(
         role=_ROLES[role],  # type: ignore[arg-type]
         content=text,
@@ -265,16 +267,6 @@ def _message_time(message: Mapping[str, Any], position: int, strict: bool) -> st
     except ValueError:
         if strict:
             raise
-        return ""
-
-
-def _metadata_time(metadata: Mapping[str, Any], position: int) -> str:
-    """When a message's ``metadata`` says it was said (a message that gives no time of its
-    own, dated where some exports and apps keep it), or "". Metadata is the user's own, so
-    a value there that is not a time is left as data, never an error."""
-    try:
-        return _time_given(metadata, position)
-    except ValueError:
         return ""
 
 

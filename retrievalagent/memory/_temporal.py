@@ -259,19 +259,16 @@ _PARTS = [
 ]
 
 
-def _last_past(now: datetime, month: int) -> int:
-    """The year of the latest ``month`` not after ``now``'s month."""
-    return now.year if month <= now.month else now.year - 1
-
-
 #: A year written after a month or a day ("March 2024", "March 10, 2024", "10 March 2024").
 _YEAR_AFTER = re.compile(r",? (?P<year>\d{4})\b")
 
 
-def _year_named(text: str, end: int) -> int | None:
-    """The year written right after ``text[:end]`` (a month or a day), if one is."""
-    m = _YEAR_AFTER.match(text, end)
-    return int(m.group("year")) if m and int(m.group("year")) >= 1 else None
+def _year(now: datetime, named: re.Match[str], month: int, day: int = 1) -> int:
+    """The year of the month (or the day) ``named`` ends with: the one written right after
+    it, else the latest not after ``now``."""
+    if written := _YEAR_AFTER.match(named.string, named.end()):
+        return int(written.group("year"))  # year 0 leaves the calendar: no window
+    return now.year if (month, day) <= (now.month, now.day) else now.year - 1
 
 
 def _month_part(now: datetime, text: str) -> TimeRef | None:
@@ -279,7 +276,7 @@ def _month_part(now: datetime, text: str) -> TimeRef | None:
     for words, (first, last) in _PARTS:
         if m := re.search(rf"\b(?:{words}) ?{_MONTH}\b", text):
             month = _MONTHS[m.group("month")]
-            year = _year_named(text, m.end()) or _last_past(now, month)
+            year = _year(now, m, month)
             length = (date(year + month // 12, month % 12 + 1, 1) - date(year, month, 1)).days
             start = first if first > 0 else length + first + 1
             return _days(now, date(year, month, start), date(year, month, last or length))
@@ -298,11 +295,9 @@ def _months(now: datetime, text: str) -> TimeRef | None:
         return _days(now, centre - timedelta(days=15), centre + timedelta(days=15))
     if m := re.search(rf"\b(?:in |during |back in |last ){_MONTH}\b", text):
         month = _MONTHS[m.group("month")]
-        if named := _year_named(text, m.end()):
-            return _month(now, named, month)
-        year = _last_past(now, month)
-        if m.group(0).startswith("last ") and month == today.month:
-            year -= 1
+        year = _year(now, m, month)
+        if m.group(0).startswith("last ") and (year, month) == (today.year, today.month):
+            year -= 1  # "last November", asked in November: the one before
         return _month(now, year, month)
     if re.search(r"\blast year\b", text):
         return _days(now, date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))
@@ -343,9 +338,7 @@ def _dated(now: datetime, text: str) -> TimeRef | None:
     )
     if m:
         month, day_of_month = _MONTHS[m.group("month")], int(m.group("d"))
-        year = _year_named(text, m.end()) or (
-            now.year if (month, day_of_month) <= (now.month, now.day) else now.year - 1
-        )
+        year = _year(now, m, month, day_of_month)
         try:
             day = date(year, month, day_of_month)
         except ValueError:
