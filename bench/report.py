@@ -1037,17 +1037,13 @@ def conversation_scale_targets(
         for n, s in found.items()
     )
     if lengths and remember:
-        remember += (
-            "; by conversation length ("
-            + ", ".join(
-                f"{n}: {min(r['ratio'] for r in rows.values()):.3f}× to "
-                f"{max(r['ratio'] for r in rows.values()):.3f}×"
-                for n, rows in lengths["backends"].items()
-            )
-            + f" at {min(min(int(k) for k in rows) for rows in lengths['backends'].values())} to "
+        sweep = lengths["backends"]
+        sizes = sorted({int(k) for rows in sweep.values() for k in rows})
+        per_backend = ", ".join(
+            f"{n}: {_spread(rows.values(), 'ratio', digits=3)}" for n, rows in sweep.items()
         )
         remember += (
-            f"{max(max(int(k) for k in rows) for rows in lengths['backends'].values())} messages "
+            f"; by conversation length ({per_backend} at {sizes[0]} to {sizes[-1]} messages "
             "a conversation, see its section)"
         )
     return [
@@ -1191,19 +1187,16 @@ def conversation_scale_section(res: dict[str, Any] | None) -> str:
     )
 
 
-def _spread(res: dict[str, Any], key: str, over: str = "") -> str:
-    """The lowest and highest of ``key`` (divided by ``over``) in a length sweep's rows."""
-    values = [
-        r[key] / r[over] if over else r[key]
-        for rows in res["backends"].values()
-        for r in rows.values()
-    ]
-    return f"{min(values):.2f}× to {max(values):.2f}×"
+def _spread(rows: Iterable[dict[str, Any]], key: str, over: str = "", digits: int = 2) -> str:
+    """The lowest and highest of ``key`` (divided by ``over``) in rows of a length sweep."""
+    values = [r[key] / r[over] if over else r[key] for r in rows]
+    return f"{min(values):.{digits}f}× to {max(values):.{digits}f}×"
 
 
 def remember_length_section(res: dict[str, Any] | None) -> str:
     if not res:
         return "Not run (`python -m bench.memory.remember_length`).\n"
+    everything = [r for lengths in res["backends"].values() for r in lengths.values()]
     rows = []
     for name, lengths in res["backends"].items():
         for r in lengths.values():
@@ -1230,9 +1223,9 @@ def remember_length_section(res: dict[str, Any] | None) -> str:
         f"{res.get('git', '?')}, {str(res.get('created', '?'))[:16].replace('T', ' ')} UTC. "
         "Absolute rates follow the host's speed of the moment; the ratios compare "
         "measurements taken in turn. Across these lengths `remember` ran at "
-        f"{_spread(res, 'ratio_per_conversation')} of the raw embedder called as it is (once "
+        f"{_spread(everything, 'ratio_per_conversation')} of the raw embedder called as it is (once "
         "per conversation), and the raw embedder called so at "
-        f"{_spread(res, 'raw_per_conversation_per_s', 'raw_batch_per_s')} of its one-call "
+        f"{_spread(everything, 'raw_per_conversation_per_s', 'raw_batch_per_s')} of its one-call "
         "rate (each a median over batches whose own ratios spread by about ±0.1): what "
         "`remember` adds to the embedding it has to do did not shrink with longer "
         "conversations.\n\n"
