@@ -79,7 +79,14 @@ from retrievalagent.retrieval import (
     to_document,
     to_source,
 )
-from retrievalagent.types import AgentResult, DrainReport, MemoryInfo, Recollection, StreamEvent
+from retrievalagent.types import (
+    AgentResult,
+    DrainReport,
+    MemoryInfo,
+    Recollection,
+    StreamEvent,
+    readable,
+)
 
 if TYPE_CHECKING:
     from langchain_core.documents import BaseDocumentCompressor
@@ -1136,15 +1143,18 @@ def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:
     recall ranked equal scores in), at most ``k``."""
     ordered = sorted(hits, key=lambda h: (not h.in_window, -h.score))[:k]
     return [
-        Recollection(
-            id=h.id,
-            kind=h.kind,
-            text=h.text,
-            score=round(h.score, 4),
-            thread_id=h.thread_id,
-            at=h.at or h.updated_at,
-            sources=list(h.sources),
-            matched=h.matched,
+        readable(
+            Recollection(
+                id=h.id,
+                kind=h.kind,
+                text=h.text,
+                score=round(h.score, 4),
+                thread_id=h.thread_id,
+                at=h.at or h.updated_at,
+                sources=list(h.sources),
+                matched=h.matched,
+            ),
+            "Recollection",
         )
         for h in ordered
     ]

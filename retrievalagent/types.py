@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
@@ -89,7 +90,8 @@ class Grade(BaseModel):
 
 
 class MemoryInfo(TypedDict):
-    """One memory the agent keeps about a user (``list_memories``).
+    """One memory the agent keeps about a user (``list_memories``, ``remember``). A dict;
+    its fields also read as attributes (``memory.kind`` as well as ``memory["kind"]``).
 
     ``kind`` is ``"search_fact"`` (used to search), ``"preference"`` (applied to every
     answer) or ``"conversation"`` (what the user said in a conversation: ``form`` is
@@ -115,7 +117,8 @@ class MemoryInfo(TypedDict):
 
 
 class Recollection(TypedDict):
-    """One memory :meth:`~retrievalagent.RetrievalAgent.recall` found, best first.
+    """One memory :meth:`~retrievalagent.RetrievalAgent.recall` found, best first. A dict;
+    its fields also read as attributes (``hit.score`` as well as ``hit["score"]``).
 
     ``kind`` as in :class:`MemoryInfo`; ``score`` in [0, 1]; ``thread_id`` and ``at`` (ISO
     8601, UTC) say where and when it was said or learned; ``sources`` are the metadata of
@@ -176,3 +179,37 @@ class AgentResult(dict):  # type: ignore[type-arg]
     def events(self, node: str) -> list[dict[str, Any]]:
         """The trace events one node left, in order."""
         return [e for e in self.get("trace", []) if e.get("node") == node]
+
+
+_Fields = TypeVar("_Fields", bound=Mapping[str, Any])
+
+
+def readable(fields: _Fields, kind: str) -> _Fields:
+    """``fields`` (a :class:`MemoryInfo` or :class:`Recollection`) as the dict the API
+    returns, whose fields also read as attributes: code written for LangGraph's store items
+    or other records (``hit.text``) works as well as code written for dicts."""
+    return cast(_Fields, _Record(fields, kind))
+
+
+class _Record(dict[str, Any]):
+    """A dict whose keys also read as attributes; an unknown one names the fields there are."""
+
+    __slots__ = ("_kind",)
+
+    def __init__(self, fields: Mapping[str, Any], kind: str) -> None:
+        super().__init__(fields)
+        self._kind = kind
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(
+                f"{self._kind} has no field {name!r}; its fields are: {', '.join(self)}"
+            ) from None
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self})
+
+    def __reduce__(self) -> Any:
+        return (_Record, (dict(self), self._kind))

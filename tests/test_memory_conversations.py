@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
+import pickle
 import threading
 import time
 import warnings
@@ -269,6 +271,34 @@ def check_remembered(
     (sam,) = [m for m in listed if "S3 bucket" in m["text"]]
     assert sam["sources"] == [HISTORY[3]["metadata"]] and datetime.fromisoformat(sam["at"]) == AT
     assert again == []  # importing it again stores nothing new
+    # a hit reads as a dict and as a record, whichever a caller wrote for
+    for item in (*stored, *hits, *listed):
+        assert (item.kind, item.text, item.thread_id, item.at, item.sources) == (
+            item["kind"],
+            item["text"],
+            item["thread_id"],
+            item["at"],
+            item["sources"],
+        )
+    assert best.score == best["score"]
+
+
+def test_what_remember_and_recall_return_are_dicts_whose_fields_read_as_attributes(
+    build: Callable[..., Any],
+) -> None:
+    rag = build()
+    stored = rag.remember(HISTORY, user_id="alice", thread_id="ops-2026-01-05", at=AT)
+    (hit, *_) = rag.recall("Which PostgreSQL version does staging run?", user_id="alice")
+    (listed, *_) = rag.list_memories("alice")
+    for item, kind in ((stored[0], "MemoryInfo"), (hit, "Recollection"), (listed, "MemoryInfo")):
+        assert isinstance(item, dict) and json.loads(json.dumps(item)) == item
+        assert pickle.loads(pickle.dumps(item)).text == item["text"]
+        assert copy.deepcopy(item) == item and "sources" in dir(item)
+        with pytest.raises(AttributeError, match=rf"{kind} has no field 'txt'.*\btext\b"):
+            _ = item.txt
+        with pytest.raises(AttributeError):
+            item.text = "changed"  # read-only as attributes: a dict to change by key
+    assert hit.text == hit["text"] and "PostgreSQL 13" in hit.text
 
 
 @pytest.mark.parametrize("kind", ["store", "postgres", "mem0", "memory"])

@@ -46,8 +46,8 @@ from retrievalagent.memory import (
     MemoryHit,
     MemoryReader,
     MemoryRecord,
+    ReadResult,
     RecallRequest,
-    Recollection,
     Said,
     alias_key,
     alias_of,
@@ -410,7 +410,7 @@ class Nodes:
 
     # -- read_memory -----------------------------------------------------------------
     def _after_read(
-        self, recollection: Recollection, plan: _ReadPlan, waited_ms: float
+        self, recollection: ReadResult, plan: _ReadPlan, waited_ms: float
     ) -> dict[str, Any]:
         kept = recollection.kept
         said = [

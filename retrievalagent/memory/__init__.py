@@ -44,7 +44,7 @@ from retrievalagent.memory._extract import ExtractedFact, FactExtractor
 from retrievalagent.memory._keys import alias_key, typed_alias
 from retrievalagent.memory._mem0 import Mem0Backend
 from retrievalagent.memory._preferences import Preference, find_preference
-from retrievalagent.memory._recall import MemoryReader, ReadPolicy, Recollection, alias_of
+from retrievalagent.memory._recall import MemoryReader, ReadPolicy, ReadResult, alias_of
 from retrievalagent.memory._store import StoreBackend
 from retrievalagent.memory._temporal import dated_line, iso, parse_time
 from retrievalagent.memory._writer import ConversationWriter
@@ -69,9 +69,9 @@ __all__ = [
     "MemoryRecord",
     "Preference",
     "ReadPolicy",
+    "ReadResult",
     "Recall",
     "RecallRequest",
-    "Recollection",
     "Said",
     "StoreBackend",
     "alias_key",

@@ -47,7 +47,7 @@ from retrievalagent.memory._locks import user_locks
 from retrievalagent.memory._plan import IO, Plan, arun, attempt, run
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import CLOCK_SKEW, TimeRef, iso
-from retrievalagent.types import MemoryInfo
+from retrievalagent.types import MemoryInfo, readable
 
 __all__ = [
     "DEFAULT_USER",
@@ -281,7 +281,7 @@ def recall_of(
 
 def memory_info(hit: MemoryHit) -> MemoryInfo:
     """A stored memory as ``list_memories`` shows it."""
-    return MemoryInfo(
+    info = MemoryInfo(
         id=hit.id,
         text=hit.text,
         kind=hit.kind,
@@ -295,6 +295,7 @@ def memory_info(hit: MemoryHit) -> MemoryInfo:
         sources=list(hit.sources),
         history=list(hit.metadata.get("history") or []),
     )
+    return readable(info, "MemoryInfo")
 
 
 @runtime_checkable

@@ -43,7 +43,7 @@ from retrievalagent.memory._keys import fact_targets, mapping_alias, question_ke
 from retrievalagent.memory._preferences import stated_preferences
 from retrievalagent.memory._temporal import dated_line, iso, parse_time, time_ref, timestamp
 
-__all__ = ["MemoryReader", "ReadPolicy", "Recollection", "alias_of"]
+__all__ = ["MemoryReader", "ReadPolicy", "ReadResult", "alias_of"]
 
 #: Longest recalled memory text injected into search and the prompt (longer ones are cut).
 MAX_MEMORY_CHARS = 1000
@@ -79,7 +79,7 @@ class ReadPolicy:
 
 
 @dataclass
-class Recollection:
+class ReadResult:
     """What a turn recalled, kind by kind, and what the trace reports about it."""
 
     facts: list[MemoryHit] = field(default_factory=list)
@@ -229,20 +229,20 @@ class MemoryReader:
             asked=iso(when),
         )
 
-    def read(self, request: RecallRequest, limit: int | None = None) -> Recollection:
+    def read(self, request: RecallRequest, limit: int | None = None) -> ReadResult:
         """Ask the backend and select what the turn uses (``limit``: at most that many
         conversation memories instead of the policy's)."""
         recall = _said_by(self.memory.recall(request), request)
         return self.select(recall, limit, request.query, _present(request))
 
-    async def aread(self, request: RecallRequest, limit: int | None = None) -> Recollection:
+    async def aread(self, request: RecallRequest, limit: int | None = None) -> ReadResult:
         recall = _said_by(await self.memory.arecall(request), request)
         return self.select(recall, limit, request.query, _present(request))
 
     # -- selection ---------------------------------------------------------------------------
     def select(
         self, recall: Recall, limit: int | None = None, question: str = "", present: bool = False
-    ) -> Recollection:
+    ) -> ReadResult:
         """The memories this turn uses, from a backend's ``recall`` (checked first);
         ``question`` picks what a long memory shows; ``present``: it asks how things stand
         now (see ``_newest_restated_first``)."""
@@ -264,7 +264,7 @@ class MemoryReader:
             said, [*kept, *preferences], limit, question, present=present
         )
         similarities = [h.similarity for h in facts if h.similarity is not None]
-        out = Recollection(
+        out = ReadResult(
             facts=kept,
             preferences=preferences,
             conversations=conversations,
