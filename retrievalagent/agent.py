@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import hashlib
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypedDict, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -55,6 +56,7 @@ from retrievalagent.memory import (
     MemoryReader,
     RecallRequest,
     Said,
+    StoreBackend,
     earliest,
     memory_info,
     parse_time,
@@ -101,6 +103,18 @@ collection_exists = _build.collection_exists
 #: embedder's best speed, small enough to bound the vectors held at once and to keep the
 #: chunks already written when a later one fails.
 _REMEMBER_CHUNK = 512
+
+
+class _LeftOut(enum.Enum):
+    """``forget``'s default for an argument not given, told apart from an explicit None."""
+
+    LEFT_OUT = "left out"
+
+    def __repr__(self) -> str:
+        return "<left out: everything>"
+
+
+_LEFT_OUT: Final = _LeftOut.LEFT_OUT
 
 
 class _Import(NamedTuple):
@@ -812,26 +826,36 @@ class RetrievalAgent:
         return [memory_info(hit) for hit in await memory.alist(user)]
 
     def forget(
-        self, user_id: str, memory_id: str | None = None, *, thread_id: str | None = None
+        self,
+        user_id: str,
+        memory_id: str | _LeftOut = _LEFT_OUT,
+        *,
+        thread_id: str | _LeftOut = _LEFT_OUT,
     ) -> int:
         """Erase one memory of ``user_id`` (by the id ``list_memories`` shows), everything
-        remembered from one conversation (``thread_id``), or all of it; returns how many
-        were erased (0 when ``memory_id`` is not theirs)."""
+        remembered from one conversation (``thread_id``), or, with both left out, all of
+        it; returns how many were erased (0 when ``memory_id`` is not theirs). Either one
+        given as None is a ``ConfigError``: a variable that happened to hold nothing must
+        not erase the whole user."""
         memory, user = self._memory_for(user_id)
-        memory_id, thread = _what_to_forget(memory_id, thread_id)
+        one, thread = _what_to_forget(user, memory_id, thread_id)
         self._components.writes.wait_for(user, self.settings.memory_timeout)
-        self._forgetting(user, memory_id, thread)
-        return memory.forget(user, memory_id, thread)
+        self._forgetting(user, one, thread)
+        return memory.forget(user, one, thread)
 
     async def aforget(
-        self, user_id: str, memory_id: str | None = None, *, thread_id: str | None = None
+        self,
+        user_id: str,
+        memory_id: str | _LeftOut = _LEFT_OUT,
+        *,
+        thread_id: str | _LeftOut = _LEFT_OUT,
     ) -> int:
         """Async :meth:`forget`."""
         memory, user = self._memory_for(user_id)
-        memory_id, thread = _what_to_forget(memory_id, thread_id)
+        one, thread = _what_to_forget(user, memory_id, thread_id)
         await self._components.writes.await_for(user, self.settings.memory_timeout)
-        self._forgetting(user, memory_id, thread)
-        return await memory.aforget(user, memory_id, thread)
+        self._forgetting(user, one, thread)
+        return await memory.aforget(user, one, thread)
 
     def _forgetting(self, user: str, memory_id: str | None, thread: str | None) -> None:
         """Cancel the conversation writes still on their way (a fact a model is drawing):
@@ -895,9 +919,9 @@ class RetrievalAgent:
                 skipped.
             user_id: Whose memory it becomes.
             thread_id: The conversation's id (``forget(user_id, thread_id=...)`` erases it).
-            at: When it took place: a datetime or an ISO 8601 string, for all of it (a
-                naive datetime is local time, as Python reads one; a string without a
-                zone, UTC).
+            at: When it took place: a datetime, a date or an ISO 8601 string, for all of
+                it (a naive datetime is local time, as Python reads one; a string without a
+                zone, UTC; a date alone, noon UTC, that day in every zone within 12 hours).
                 Default: the times its messages give (``"at"``, ``"timestamp"``,
                 ``"created_at"`` or ``"create_time"``: an ISO string, a datetime, or
                 seconds since 1970), each exchange dated by its own messages (one without
@@ -1029,6 +1053,18 @@ class RetrievalAgent:
         _warn_unread(checked[1])
         return await self._astore_imports(*checked)
 
+    def _refuse_blocking_own_loop(self, method: str, async_twin: str) -> None:
+        """A sync call from the thread of the loop an async memory store runs on is refused
+        at once: it would wait for that loop, which it blocks, until ``memory_timeout``,
+        and then blame the backend."""
+        memory = self._components.memory
+        if isinstance(memory, StoreBackend) and memory.answered_by_this_loop():
+            raise ConfigError(
+                f"{method}() was called from async code on the event loop the memory store "
+                f"({type(memory.store).__name__}) runs on, where a blocking call cannot be "
+                f"answered: use `await rag.{async_twin}(...)`"
+            )
+
     def _recall_request(
         self, query: str, user_id: str, k: int, now: Any
     ) -> tuple[MemoryReader, RecallRequest, int]:
@@ -1050,7 +1086,9 @@ class RetrievalAgent:
         """What the agent's ``read_memory`` would recall for ``query``: all kinds, best
         first, at most ``k`` (search facts and conversation memories that clear their
         relevance bars, and the user's preferences). ``now`` is when the question counts
-        as asked (a datetime or ISO string; default now), for "last week" and the like."""
+        as asked (a datetime, a date or an ISO string; default now), for "last week" and the
+        like."""
+        self._refuse_blocking_own_loop("recall", "arecall")
         reader, request, k = self._recall_request(query, user_id, k, now)
         timeout = self.settings.memory_timeout
         self._components.writes.wait_for(request.user_id, timeout)
@@ -1114,18 +1152,29 @@ class RetrievalAgent:
         self.close()
 
 
-def _what_to_forget(memory_id: str | None, thread_id: str | None) -> tuple[str | None, str | None]:
-    """``forget``'s memory id and thread, checked: a blank one names no memory and no
+def _what_to_forget(
+    user: str, memory_id: object, thread_id: object
+) -> tuple[str | None, str | None]:
+    """``forget``'s memory id and thread, checked: None names nothing (passed on, it would
+    erase everything the user has, with no word), a blank one names no memory and no
     conversation (a blank thread would match every memory kept outside one, preferences
     among them), and one memory is named by its id alone (with a thread too, a memory of
     another thread would be "not found" without a word)."""
-    if memory_id is not None and thread_id is not None:
+    for name, given in (("memory_id", memory_id), ("thread_id", thread_id)):
+        if given is None:
+            raise ConfigError(
+                f"forget({name}=None) would erase everything remembered about {user!r}: "
+                f"give a {name}, or leave {name} out to erase everything on purpose"
+            )
+    if memory_id is not _LEFT_OUT and thread_id is not _LEFT_OUT:
         raise ConfigError("give forget a memory_id or a thread_id, not both")
-    if memory_id is not None:
-        memory_id = check_name(memory_id, "memory_id", "take one from list_memories()")
-    if thread_id is not None:
-        thread_id = check_name(thread_id, "thread_id", "leave it out to erase everything")
-    return memory_id, thread_id
+    one = None
+    if memory_id is not _LEFT_OUT:
+        one = check_name(memory_id, "memory_id", "take one from list_memories()")
+    thread = None
+    if thread_id is not _LEFT_OUT:
+        thread = check_name(thread_id, "thread_id", "leave it out to erase everything")
+    return one, thread
 
 
 def _recall_timeout(timeout: float) -> TimeoutError:

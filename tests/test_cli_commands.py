@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -218,7 +219,7 @@ def test_memory_list_and_forget_show_and_erase_what_is_remembered(
             assert listed.exit_code == 0
             assert f"[preference, {today}]  Answer in German." in listed.stdout
             # what the user said is kept too, as conversation memory, dated
-            assert f"[said, {today}]  user: I prefer answers in German." in listed.stdout
+            assert f"[conversation, {today}]  user: I prefer answers in German." in listed.stdout
             as_json = invoke(runner, "memory", "list", user, "-c", "notes", "--json", *store_args)
             kinds = {m["kind"]: m for m in json.loads(as_json.stdout)}
             assert set(kinds) == {"preference", "conversation"}
@@ -233,7 +234,7 @@ def test_memory_list_and_forget_show_and_erase_what_is_remembered(
             )
             assert gone.exit_code == 0 and "erased 1 memory" in gone.stdout
             left = invoke(runner, "memory", "list", user, "-c", "notes", *store_args)
-            assert "[preference" not in left.stdout and "[said" in left.stdout
+            assert "[preference" not in left.stdout and "[conversation" in left.stdout
             everything = invoke(runner, "memory", "forget", user, "-c", "notes", "-y", *store_args)
             assert everything.exit_code == 0 and "erased 1 memory" in everything.stdout
             empty = invoke(runner, "memory", "list", user, "-c", "notes", *store_args)
@@ -290,14 +291,18 @@ def test_memory_import_search_list_and_forget_a_conversation(
     today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     assert found.exit_code == 0
     assert re.search(
-        rf"\[said, {today}, score 0\.\d\d\]  user: Our vault runs on PostgreSQL 13", found.stdout
+        rf"\[conversation, {today}, score 0\.\d\d\]  user: Our vault runs on PostgreSQL 13",
+        found.stdout,
     )
     hits = json.loads(memory("search", "VPN drops", "--user", "ann", "--json").stdout)
     assert hits[0]["thread_id"] == "vpn" and hits[0]["at"].startswith("2026-01-05")
     listed = memory("list", "ann").stdout
-    assert "[said, 2026-01-05]  user: The VPN drops every hour since Monday." in listed
-    assert f"[said, {today}]  user: Our vault runs on PostgreSQL 13. / assistant: Noted" in listed
-    assert "[said, 2024-03-14]  user: The printer on floor 2 jams on A3 paper." in listed
+    assert "[conversation, 2026-01-05]  user: The VPN drops every hour since Monday." in listed
+    assert (
+        f"[conversation, {today}]  user: Our vault runs on PostgreSQL 13. / assistant: Noted"
+        in listed
+    )
+    assert "[conversation, 2024-03-14]  user: The printer on floor 2 jams on A3 paper." in listed
     nobody = memory("search", "VPN drops", "--user", "bob")
     assert "nothing remembered about 'bob' comes up" in nobody.stdout
     gone = memory("forget", "ann", "--thread", "vpn")
@@ -306,6 +311,67 @@ def test_memory_import_search_list_and_forget_a_conversation(
     assert "printer" in memory("list", "ann").stdout  # the others stay
     twice = memory("forget", "ann", "--thread", "vpn")
     assert twice.exit_code == 1 and "from conversation 'vpn'" in twice.stderr
+
+
+@pytest.mark.parametrize("backend", ["embedded", "postgres"])
+def test_memory_commands_work_before_anything_is_ingested(
+    runner: CliRunner, notes: Path, tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
+    """A user imports their chat history on a fresh data dir, as the docs write the
+    commands (the default collection, never ingested): import, search and list work,
+    no empty collection is left on disk, and ask still says to ingest first."""
+    store = ["--store", request.getfixturevalue("pg_schema_url")] if backend == "postgres" else []
+    history = _jsonl(
+        tmp_path / "one.jsonl",
+        {"role": "user", "content": "Our build server is called Hopper.", "at": "2026-03-02"},
+        {"role": "assistant", "content": "Noted: Hopper."},
+    )
+
+    imported = invoke(runner, "memory", "import", str(history), "--user", "alice", *store)
+    assert imported.exit_code == 0, imported.output
+    assert "imported 1 conversation(s) of 'alice': 1 new memory" in imported.stdout
+    found = invoke(
+        runner, "memory", "search", "What is the build server?", "--user", "alice", *store
+    )
+    assert found.exit_code == 0, found.output
+    assert re.search(r"\[conversation, 2026-03-02, score 0\.\d\d\]  user: Our build", found.stdout)
+    listed = invoke(runner, "memory", "list", "alice", *store)
+    assert listed.exit_code == 0, listed.output
+    assert "[conversation, 2026-03-02]  user: Our build server is called Hopper." in listed.stdout
+
+    data_dir = Path(os.environ["RAG_DATA_DIR"])
+    assert not (data_dir / "docs" / "index").exists()  # memory is all that was written
+    if backend == "postgres":
+        assert not (data_dir / "docs").exists()  # the memories are in PostgreSQL
+    asked = invoke(runner, "ask", "What is the build server?")
+    assert asked.exit_code == 1
+    assert "collection 'docs' does not exist" in asked.stderr
+    assert "retrievalagent ingest PATH --collection docs" in asked.stderr
+
+
+def test_memory_list_and_search_label_each_memory_with_its_kind_as_json_names_it(
+    runner: CliRunner, notes: Path, tmp_path: Path
+) -> None:
+    """The kind printed beside a memory is the one `--json` and the API give it (a
+    conversation memory printed as "said" matched no kind a user could look up)."""
+    from retrievalagent import init_agent
+
+    assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
+    history = _jsonl(tmp_path / "h.jsonl", {"role": "user", "content": "German answers, please."})
+    imported = invoke(runner, "memory", "import", str(history), "--user", "ann", "-c", "notes")
+    assert imported.exit_code == 0, imported.output
+    with init_agent("notes", memory=True) as rag:
+        rag.invoke("I prefer answers in German.", config={"configurable": {"user_id": "ann"}})
+
+    listed = invoke(runner, "memory", "list", "ann", "-c", "notes").stdout.splitlines()
+    memories = json.loads(invoke(runner, "memory", "list", "ann", "-c", "notes", "--json").stdout)
+    assert {m["kind"] for m in memories} == {"preference", "conversation"}
+    assert [m["kind"] for m in memories] == [re.findall(r"\[(\w+), ", line)[0] for line in listed]
+    query = ["search", "answers in German", "--user", "ann", "-c", "notes"]
+    shown = invoke(runner, "memory", *query).stdout.splitlines()
+    hits = json.loads(invoke(runner, "memory", *query, "--json").stdout)
+    assert "conversation" in {hit["kind"] for hit in hits}
+    assert [hit["kind"] for hit in hits] == [line[1 : line.index(",")] for line in shown]
 
 
 def test_memory_import_of_a_renamed_export_stores_nothing_new(

@@ -14,14 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import decimal
+import enum
 import json
 import logging
 import pickle
 import threading
 import time
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
+from datetime import time as dt_time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -611,9 +615,14 @@ def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -
         ([{"role": "user", "content": "hi", "name": {"a": 1}}], None, "name must be text"),
         ([{"role": "user", "content": "hi", "id": ["m1"]}], None, "id must be text or a n"),
         (
-            [{"role": "user", "content": "hi", "metadata": {"ts": datetime.now(timezone.utc)}}],
+            [{"role": "user", "content": "hi", "metadata": {"raw": [b"\x89PNG"]}}],
             None,
-            "message 0's metadata.*JSON.*datetime",
+            r"message 0's metadata\['raw'\]\[0\] is not JSON: a value of type bytes",
+        ),
+        (
+            [{"role": "user", "content": "hi", "metadata": {"who": object()}}],
+            None,
+            r"message 0's metadata\['who'\] is not JSON: a value of type object",
         ),
         ([{"role": "user", "content": "hi"}], "yesterday", "at='yesterday'"),
         ([{"role": "user", "content": "hi"}], 20260105, "at must be a datetime"),
@@ -1375,6 +1384,62 @@ async def test_aforget_erases_one_conversation_then_all(
     assert SECTION not in state.memory_context
 
 
+async def test_sync_recall_on_the_loop_of_an_async_store_fails_at_once_saying_await(
+    abuild: Callable[..., Any],
+) -> None:
+    """``rag.recall`` (not ``arecall``) in async code over an ``AsyncPostgresStore`` waited
+    10 s for the loop it blocked, then blamed the backend with a TimeoutError; it now fails
+    at once, naming the call to make. From a worker thread it still works."""
+    rag = await abuild("postgres_async")
+    await rag.aremember([{"role": "user", "content": STATEMENT}], user_id="alice", thread_id="t1")
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=r"await rag\.arecall\(\.\.\.\)"):
+        rag.recall("Which PostgreSQL do I run?", user_id="alice")
+    assert time.monotonic() - started < 2
+    hits = await asyncio.to_thread(rag.recall, "Which PostgreSQL do I run?", user_id="alice")
+    assert any(SAID in h["text"] for h in hits)
+    assert [
+        h["text"] for h in await rag.arecall("Which PostgreSQL do I run?", user_id="alice")
+    ] == [h["text"] for h in hits]
+
+
+def _two_conversations(rag: Any) -> None:
+    for thread, said_there in (("t1", STATEMENT), ("t2", S3_STATEMENT)):
+        rag.remember([{"role": "user", "content": said_there}], user_id="alice", thread_id=thread)
+
+
+@pytest.mark.parametrize("given", [{"thread_id": None}, {"memory_id": None}])
+def test_forget_with_none_for_a_thread_or_memory_erases_nothing(given: dict[str, Any]) -> None:
+    """``thread_id=None`` (a variable that happened to hold nothing) used to erase every
+    memory of the user; it is refused, saying what it would have done and how to do that
+    on purpose, and leaving the argument out still erases everything."""
+    rag = make_offline_store_agent()
+    _two_conversations(rag)
+    name = next(iter(given))
+    with pytest.raises(ConfigError, match=rf"{name}=None.*everything.*leave {name} out"):
+        rag.forget("alice", **given)
+    assert len(rag.list_memories("alice")) == 2
+    with pytest.raises(ConfigError, match=r"memory_id=None"):
+        rag.forget("alice", None)  # memory_id given by place
+    assert len(rag.list_memories("alice")) == 2
+    assert rag.forget("alice") == 2
+    assert rag.list_memories("alice") == []
+
+
+@pytest.mark.parametrize("given", [{"thread_id": None}, {"memory_id": None}])
+async def test_aforget_with_none_for_a_thread_or_memory_erases_nothing(
+    given: dict[str, Any],
+) -> None:
+    rag = make_offline_store_agent()
+    _two_conversations(rag)
+    name = next(iter(given))
+    with pytest.raises(ConfigError, match=rf"{name}=None.*leave {name} out"):
+        await rag.aforget("alice", **given)
+    assert len(await rag.alist_memories("alice")) == 2
+    assert await rag.aforget("alice", thread_id="t1") == 1
+    assert await rag.aforget("alice") == 1
+
+
 @pytest.mark.parametrize("kind", ["store", "memory"])
 def test_forgetting_a_conversation_never_erases_a_preference(
     build: Callable[..., Any], kind: str
@@ -1767,6 +1832,34 @@ def test_a_stated_fact_is_kept_linked_to_its_turn_and_a_newer_one_replaces_it(
     assert any(line.endswith("] Runs PostgreSQL 15.") for line in lines), lines
     # the replaced fact is not recalled (what was said in t1 still may be, dated)
     assert all(not line.endswith("] Runs PostgreSQL 13 on Debian 11.") for line in lines)
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_a_fact_is_found_by_the_thing_it_is_about_when_the_question_names_only_that(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """ "How should I upgrade my database?" shares no word with "Runs PostgreSQL 13 on
+    Debian 11." (0.16 similar to the packaged embedder): the subject the model gave the
+    fact, "database", is what finds it, and the next answer's prompt carries it. A question
+    about something else does not bring it."""
+    model = ScriptedChatModel(
+        replies=["Backups are taken with pg_basebackup."],
+        facts=[fact("database", "Runs PostgreSQL 13 on Debian 11.", 0)],
+    )
+    rag = build(kind, model=model)
+    rag.invoke(
+        "My cluster runs PostgreSQL 13 on Debian 11. How do backups work?", cfg("alice", "t1")
+    )
+    rag.drain_background(10)
+    for question in ("How should I upgrade my database?", "Can I move my database to new disks?"):
+        texts = [h.text for h in rag.recall(question, user_id="alice")]
+        assert "Runs PostgreSQL 13 on Debian 11." in texts, (question, texts)
+    state = rag.invoke("How should I upgrade my database?", cfg("alice", "t2"))
+    lines = conversation_lines(state.memory_context)
+    assert any(line.endswith("] Runs PostgreSQL 13 on Debian 11.") for line in lines), lines
+    assert "Runs PostgreSQL 13" not in json.dumps(
+        rag.recall("Which bike should I buy for commuting?", user_id="alice")
+    )
 
 
 def stored_text(store: Any) -> str:
@@ -2662,9 +2755,24 @@ def test_a_conversation_dated_by_its_day_alone_reads_as_that_day_in_any_zone(
         assert lines[:1] == [first], (zone, lines)
 
 
+def test_a_date_given_as_a_date_reads_as_its_iso_string() -> None:
+    """``at=date(2026, 2, 2)`` was refused while ``at="2026-02-02"`` was taken; both are
+    noon UTC of that day now, and so is ``recall(now=date(...))`` and a message's own date."""
+    rag = make_offline_store_agent()
+    boat = [{"role": "user", "content": "I have a yellow boat."}]
+    (as_date,) = rag.remember(boat, user_id="d", thread_id="a", at=date(2026, 2, 2))
+    (as_text,) = rag.remember(boat, user_id="s", thread_id="a", at="2026-02-02")
+    assert as_date["at"] == as_text["at"] and as_date["at"].startswith("2026-02-02T12:00:00")
+    dated = [{"role": "user", "content": "I sold the boat.", "timestamp": date(2026, 2, 9)}]
+    (own,) = rag.remember(dated, user_id="d", thread_id="b")
+    assert own["at"].startswith("2026-02-09T12:00:00")
+    hits = rag.recall("What did I say on February 2?", user_id="d", now=date(2026, 2, 10))
+    assert hits[0]["text"] == as_date["text"] and hits[0]["at"] == as_date["at"]
+
+
 @pytest.mark.parametrize(
     ("metadata", "kind"),
-    [("slack", "store"), ({"ts": datetime(2026, 1, 5, tzinfo=timezone.utc)}, "postgres")],
+    [("slack", "store"), ({"ts": datetime(2026, 1, 5), "raw": b"\x00"}, "postgres")],
 )
 def test_metadata_memory_cannot_keep_never_fails_the_answer(
     build: Callable[..., Any], metadata: Any, kind: str
@@ -3676,6 +3784,51 @@ def test_metadata_given_on_a_langchain_message_comes_back_as_its_source() -> Non
     assert rag.drain_background(10)["failed"] == 0
     (kept,) = said(rag.list_memories("bad"))
     assert kept["sources"][0]["role"] == "user"
+
+
+class Colour(enum.Enum):
+    YELLOW = "yellow"
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_metadata_with_dates_ids_and_decimals_is_kept_as_json_writes_them(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """A datetime in a message's metadata was refused ("not JSON"); the common values JSON
+    has no type for are kept as LangGraph's stores write them, on every store alike."""
+    rag = build(kind)
+    ticket = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    metadata = {
+        "when": datetime(2026, 1, 1),
+        "sent": datetime(2026, 1, 1, 9, 30, tzinfo=timezone.utc),
+        "day": date(2026, 1, 2),
+        "alarm": dt_time(7, 15),
+        "ticket": ticket,
+        "price": decimal.Decimal("19.990"),
+        "colour": Colour.YELLOW,
+        "where": (51.5, -0.12),
+        "tags": {"sail", "boat", "lake"},
+        "nested": {"seen": [date(2025, 12, 31)], "ids": frozenset({3, 1, 2})},
+    }
+    message = {"role": "user", "content": "I have a yellow boat.", "metadata": metadata}
+    (stored,) = rag.remember([message], user_id="ann", thread_id="boats", at="2026-01-03")
+    kept = {
+        "when": "2026-01-01T00:00:00",
+        "sent": "2026-01-01T09:30:00+00:00",
+        "day": "2026-01-02",
+        "alarm": "07:15:00",
+        "ticket": "12345678-1234-5678-1234-567812345678",
+        "price": "19.990",
+        "colour": "yellow",
+        "where": [51.5, -0.12],
+        "tags": ["boat", "lake", "sail"],
+        "nested": {"seen": ["2025-12-31"], "ids": [1, 2, 3]},
+    }
+    assert stored["sources"] == [kept]
+    (hit,) = [h for h in rag.recall("What boat do I have?", user_id="ann") if "boat" in h["text"]]
+    assert hit["sources"] == [kept]
+    (listed,) = rag.list_memories("ann")
+    assert listed["sources"] == [kept]
 
 
 def test_a_fact_about_the_user_keeps_no_secret_from_its_message(build: Callable[..., Any]) -> None:

@@ -24,7 +24,6 @@ from retrievalagent.cli._common import (
     HELP_MARKUP,
     CollectionOpt,
     DataDirOpt,
-    UrlOpt,
     console,
     err,
     handle_errors,
@@ -84,12 +83,13 @@ StoreOpt = Annotated[
 
 @contextmanager
 def _memory_agent(
-    collection: str | None, store: str | None, backend_url: str | None, data_dir: Path | None
+    collection: str | None, store: str | None, data_dir: Path | None
 ) -> Iterator[Any]:
+    """The agent of a memory command. Memory never reads the document index, so it opens a
+    throwaway one: a user can import and read memories before (or without) ingesting
+    anything, and no empty collection is left on disk for ``ask`` to find."""
     if store is None:
-        with open_agent(
-            collection, None, backend_url, data_dir, must_exist=True, memory=True
-        ) as rag:
+        with open_agent(collection, None, ":memory:", data_dir, memory=True) as rag:
             yield rag
         return
     if not store.startswith(("postgresql://", "postgres://")):
@@ -98,9 +98,7 @@ def _memory_agent(
 
     with PostgresStore.from_conn_string(store) as pg:
         pg.setup()
-        with open_agent(
-            collection, None, backend_url, data_dir, must_exist=True, memory_store=pg
-        ) as rag:
+        with open_agent(collection, None, ":memory:", data_dir, memory_store=pg) as rag:
             yield rag
 
 
@@ -110,14 +108,13 @@ def list_memories(
     user_flag: UserFlag = None,
     collection: CollectionOpt = None,
     store: StoreOpt = None,
-    backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Everything remembered about USER, newest first."""
     with handle_errors():
         user = _user(user, user_flag)
-        with _memory_agent(collection, store, backend_url, data_dir) as rag:
+        with _memory_agent(collection, store, data_dir) as rag:
             memories = rag.list_memories(user)
     if as_json:
         console.print_json(json.dumps(memories))
@@ -132,9 +129,9 @@ def list_memories(
 
 
 def _kind(kind: str, form: str = "") -> str:
-    if kind == "conversation":
-        return "said" if form != "fact" else "fact about the user"
-    return "preference" if kind == "preference" else "search fact"
+    """A memory's kind as the API and ``--json`` name it, so the two read alike (a fact a
+    model drew from a conversation says so)."""
+    return f"{kind} fact" if kind == "conversation" and form == "fact" else kind
 
 
 def _day(at: str) -> str:
@@ -148,12 +145,11 @@ def search(
     k: Annotated[int, typer.Option("-k", help="Most memories shown.")] = 10,
     collection: CollectionOpt = None,
     store: StoreOpt = None,
-    backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """What a question of USER would recall: every kind, best first."""
-    with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
+    with handle_errors(), _memory_agent(collection, store, data_dir) as rag:
         found = rag.recall(query, user_id=check_name(user, "--user"), k=k)
     if as_json:
         console.print_json(json.dumps(found))
@@ -190,7 +186,6 @@ def import_history(
     ] = None,
     collection: CollectionOpt = None,
     store: StoreOpt = None,
-    backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Remember earlier conversations of USER, as if they had been had with the agent."""
@@ -204,7 +199,7 @@ def import_history(
             # every line is checked before anything is stored: a bad one stops the import
             conversations = read_conversations(file, at=at)
             named = _named(conversations, file, thread, at)
-            with _memory_agent(collection, store, backend_url, data_dir) as rag:
+            with _memory_agent(collection, store, data_dir) as rag:
                 # embedded and written a few hundred texts at a time, across conversations
                 writing = True
                 stored = len(rag.remember_many(named, user_id=user))
@@ -462,7 +457,6 @@ def forget(
     ] = None,
     collection: CollectionOpt = None,
     store: StoreOpt = None,
-    backend_url: UrlOpt = None,
     data_dir: DataDirOpt = None,
     thread: Annotated[
         str | None,
@@ -476,12 +470,14 @@ def forget(
         user = _user(user, user_flag)
     if memory_id is None and thread is None and not yes:
         typer.confirm(f"Erase everything remembered about {user!r}?", abort=True)
-    with handle_errors(), _memory_agent(collection, store, backend_url, data_dir) as rag:
+    with handle_errors(), _memory_agent(collection, store, data_dir) as rag:
         if thread is not None:
             thread = check_name(thread, "--thread", "leave it out to erase everything")
         if memory_id is not None:
             memory_id = check_name(memory_id, "--id", "take one from `memory list`")
-        erased = rag.forget(user, memory_id, thread_id=thread)
+        # one not given is left out: forget refuses None (it would erase everything)
+        given = {"memory_id": memory_id, "thread_id": thread}
+        erased = rag.forget(user, **{k: v for k, v in given.items() if v is not None})
         if memory_id is not None and erased == 0:
             raise ConfigError(f"user {user!r} has no memory with id {memory_id!r}")
         if thread is not None and erased == 0:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import enum
 import hashlib
 import json
 import numbers
 import re
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, time, timezone
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
@@ -44,6 +46,7 @@ __all__ = [
     "earliest",
     "exchange_records",
     "fact_key",
+    "found_by",
     "latest_forms",
     "mentions_self",
     "said_by_user",
@@ -228,7 +231,7 @@ def said_of(
     if role in _SKIPPED_ROLES:
         return None
     _check_role(role, message, position)
-    metadata = _checked_metadata(metadata, position, strict)
+    kept = _checked_metadata(metadata, position, strict)
     if content is None and _ROLES[role] == "user":
         raise ValueError(f"message {position} (from {role!r}) has no 'content'")
     _check_fields(position, content, name, ident, strict)
@@ -236,15 +239,16 @@ def said_of(
     if not text:
         return None
     at = _message_time(timed, position, strict) if times else ""
-    if times and not at and metadata:
+    if times and not at and kept and isinstance(metadata, Mapping):
         # where some apps keep it; metadata is the user's own data, so a value there that
-        # is not a time is left as it is, never an error
+        # is not a time is left as it is, never an error. Read as given: a naive datetime
+        # is local time, where its ISO string kept would read as UTC
         at = _message_time(metadata, position, strict=False)
     return Said(
         role=_ROLES[role],  # type: ignore[arg-type]
         content=text,
         name=_normalized(str(name or "")),
-        metadata=dict(metadata or {}),
+        metadata=dict(kept or {}),
         id=str(ident or ""),
         at=at,
     )
@@ -290,10 +294,10 @@ def _time_given(message: Mapping[str, Any], position: int) -> str:
                     f"{what}={message.get(key)!r} is not a time: expected an ISO 8601 "
                     "string or seconds (or milliseconds) since 1970, from 1990 on"
                 ) from None
-        if not isinstance(value, str | datetime):
+        if not isinstance(value, str | date):  # a datetime is a date too
             numeric = "" if key == "at" else ", or seconds since 1970"
             raise ValueError(
-                f"{what} must be a datetime or an ISO 8601 string{numeric}, "
+                f"{what} must be a datetime, a date or an ISO 8601 string{numeric}, "
                 f"not {type(value).__name__}"
             )
         return iso(parse_time(value, what, past=True))
@@ -369,19 +373,53 @@ def _check_fields(position: int, content: Any, name: Any, ident: Any, strict: bo
 
 
 def _checked_metadata(metadata: Any, position: int, strict: bool) -> Mapping[str, Any] | None:
-    """``metadata`` if it is a JSON dict; else ``ValueError`` naming ``position``, or None
-    when not ``strict`` (a live turn's message is then known by its id and role)."""
+    """``metadata`` as JSON holds it (``_as_json``) if it is a dict JSON can keep; else
+    ``ValueError`` naming ``position``, or None when not ``strict`` (a live turn's
+    message is then known by its id and role)."""
     try:
-        if metadata is not None and not isinstance(metadata, Mapping):
+        if metadata is None:
+            return None
+        if not isinstance(metadata, Mapping):
             raise ValueError(
                 f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
             )
-        _check_json(metadata, position)
+        kept: dict[str, Any] = _as_json(metadata, f"message {position}'s metadata")
+        _check_json(kept, position)
     except ValueError:
         if strict:
             raise
         return None
-    return metadata
+    return kept
+
+
+def _as_json(value: Any, where: str) -> Any:
+    """``value`` with the common scalars JSON has no type for written as LangGraph's stores
+    write them (a datetime, date or time as its ISO 8601 string, a UUID or Decimal as its
+    text, an Enum as its value, a tuple or set as a list): kept, not refused. What has no
+    faithful JSON form (bytes, an object) is a ``ValueError`` naming ``where`` it is."""
+    if isinstance(value, enum.Enum):  # before str and int: a StrEnum is a str too
+        return _as_json(value.value, where)
+    if value is None or isinstance(value, str | bool | int | float):
+        return value  # NaN and infinity are refused by ``_check_json``, as before
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | decimal.Decimal):
+        return str(value)  # a Decimal's text is exact, where a float would round it
+    if isinstance(value, Mapping):
+        return {k: _as_json(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, set | frozenset):
+        try:
+            ordered = sorted(value)
+        except TypeError:  # kinds that do not compare: in an order that does not vary
+            ordered = sorted(value, key=lambda v: (type(v).__name__, repr(v)))
+        return [_as_json(v, f"{where}[{i}]") for i, v in enumerate(ordered)]
+    raise ValueError(
+        f"{where} is not JSON: a value of type {type(value).__name__}, which has no "
+        "faithful JSON form; give it as text, a number, a bool, None, a list or a dict (a "
+        "datetime, date, time, UUID, Decimal, Enum, tuple or set is converted)"
+    )
 
 
 def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
@@ -655,6 +693,17 @@ def exchange_records(
             )
         )
     return records
+
+
+def found_by(text: str, form: Any, subject: Any) -> str:
+    """What a memory is searched by (its words, and what is embedded of it): a fact's
+    subject leads its own words. A later question names the thing ("How should I upgrade
+    my database?") where the fact names what it is ("Runs PostgreSQL 13 on Debian 11."),
+    and the small embedder puts the two 0.16 apart; the subject the model gave the fact
+    ("database") is the word that links them."""
+    if form != "fact" or not isinstance(subject, str) or not subject.strip():
+        return text
+    return f"{subject.replace('-', ' ').strip()}: {text}"
 
 
 def fact_key(subject: str) -> str:

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from retrievalagent.index import Hit, LexicalEncoder
+from retrievalagent.memory._conversations import found_by
 from retrievalagent.retrieval import Fuser, make_fuser
 
 __all__ = [
@@ -263,7 +264,9 @@ class UserIndex:
             self._compact_if_sparse()
         text = str(value.get("text") or "")
         row = len(self._rows.keys)
-        sparse = self.encoder.encode_document(text)
+        sparse = self.encoder.encode_document(
+            found_by(text, value.get("form"), value.get("subject"))
+        )
         terms = dict(zip(sparse.indices, sparse.values, strict=True))
         self._append_vector(row, vector)
         if parts is not None and parts.ndim == 2 and len(parts):

@@ -63,7 +63,7 @@ from retrievalagent.memory._base import (
     said_earlier,
     said_until,
 )
-from retrievalagent.memory._conversations import latest_forms
+from retrievalagent.memory._conversations import found_by, latest_forms
 from retrievalagent.memory._hybrid import (
     Candidate,
     IndexCache,
@@ -312,6 +312,16 @@ class StoreBackend(PlannedBackend):
     def _engine(self) -> Any:
         return self.store
 
+    def answered_by_this_loop(self) -> bool:
+        """Whether a sync call made here would wait for the event loop running on this
+        thread: LangGraph's async stores (``AsyncPostgresStore``) run their sync methods
+        on the loop they were opened on, which a blocking caller on it never lets run."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # plain code or a worker thread: the store's loop runs on
+            return False
+        return any(getattr(self.store, name, None) is running for name in ("_loop", "loop"))
+
     @property
     def _memory_index(self) -> Any:
         """How a search fact or preference is put: embedded by a store with a vector index
@@ -528,7 +538,14 @@ class StoreBackend(PlannedBackend):
                 parts[it.key] = _unpack_parts(it.value.get("part_vectors"), vector.shape[0])
         stale = [it for it in items if vectors.get(it.key) is None]
         if stale:
-            texts = [str(it.value.get("said") or it.value.get("text", "")) for it in stale]
+            texts = [
+                found_by(
+                    str(it.value.get("said") or it.value.get("text", "")),
+                    it.value.get("form"),
+                    it.value.get("subject"),
+                )
+                for it in stale
+            ]
             fresh, fresh_parts = yield from self._embed_said(texts)
             for it, vector, its_parts in zip(stale, fresh, fresh_parts, strict=True):
                 vectors[it.key], parts[it.key] = _unit(vector), _unit_rows(its_parts)
@@ -717,7 +734,9 @@ class StoreBackend(PlannedBackend):
             if r.key in older and said_earlier(r.at, older[r.key].value)
         }
         records = [r for r in records if r.key not in dated]
-        vectors, parts = yield from self._embed_said([r.said or r.text for r in records])
+        vectors, parts = yield from self._embed_said(
+            [found_by(r.said or r.text, r.form, r.subject) for r in records]
+        )
         written_us = _write_us(now, read[0], stamps_ns)
         values = {}
         for record, vector, its_parts in zip(records, vectors, parts, strict=True):

@@ -113,8 +113,11 @@ def timestamp(at: str) -> float:
     return moment.timestamp()
 
 
-def parse_time(value: datetime | str | None, what: str = "at", *, past: bool = False) -> datetime:
-    """A datetime from a datetime, an ISO 8601 string or None (now), timezone-aware.
+def parse_time(
+    value: datetime | date | str | None, what: str = "at", *, past: bool = False
+) -> datetime:
+    """A datetime from a datetime, a date (noon UTC, as an ISO date string), an ISO 8601
+    string or None (now), timezone-aware.
     ``past``: a time given must not be more than ``CLOCK_SKEW`` ahead of now (a conversation
     to remember, a turn replayed at its time): a year typed wrong (2062 for 2026) would
     make that conversation the newest for every question about "now", ever after."""
@@ -156,7 +159,7 @@ def _zoned(value: datetime, *, typed: bool) -> datetime:
     return value.replace(tzinfo=timezone.utc)
 
 
-def _parsed(value: datetime | str | None, what: str) -> datetime:
+def _parsed(value: datetime | date | str | None, what: str) -> datetime:
     if value is None:
         return datetime.now(timezone.utc)
     given = value
@@ -175,9 +178,11 @@ def _parsed(value: datetime | str | None, what: str) -> datetime:
             raise ValueError(
                 f"{what}={given!r} is not an ISO 8601 date or time (e.g. '2026-03-14T09:30:00+01:00')"
             ) from None
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime.combine(value, _NOON)  # as its ISO string "2026-03-14" is read
     if not isinstance(value, datetime):
         raise TypeError(
-            f"{what} must be a datetime or an ISO 8601 string, not {type(value).__name__}"
+            f"{what} must be a datetime, a date or an ISO 8601 string, not {type(value).__name__}"
         )
     moment = _zoned(value, typed=isinstance(given, datetime))
     # stored and compared in UTC, with a day's room after it (``CLOCK_SKEW``): a time
