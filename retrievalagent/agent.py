@@ -54,6 +54,7 @@ from retrievalagent.memory import (
     MemoryBackend,
     MemoryHit,
     MemoryReader,
+    MemoryRecord,
     RecallRequest,
     Said,
     StoreBackend,
@@ -140,7 +141,8 @@ def _with_news(imports: list[_Import], stored: Sequence[MemoryHit]) -> list[_Imp
     """The conversations of an import that stored something new: facts are drawn from
     those only, so importing a history again, or a copy of a conversation, asks the model
     nothing."""
-    news = {hit.key or hit.id for hit in stored}  # a store item's id, mem0's memory_key
+    # an exchange's key is a store item's id, and mem0 keeps it as ``memory_key``
+    news = {str(hit.metadata.get("memory_key") or hit.id) for hit in stored}
     return [item for item in imports if item.keys & news]
 
 
@@ -148,6 +150,22 @@ def _stored_infos(stored: Sequence[MemoryHit]) -> list[MemoryInfo]:
     """What ``remember`` reports stored: not the current fact an older one joined (as its
     history), which was there before."""
     return [memory_info(h) for h in stored if h.matched != JOINED]
+
+
+def _preferences_of(learned: Sequence[MemoryRecord]) -> RecallRequest:
+    """Asking the backend for the user's preferences as they now stand."""
+    return RecallRequest(
+        query=learned[-1].fact, user_id=learned[-1].user_id, limit=1, max_preferences=1000
+    )
+
+
+def _current(learned: Sequence[MemoryRecord], held: Sequence[MemoryHit]) -> list[MemoryInfo]:
+    """The preferences an import learned that now stand for their subject, as the backend
+    holds them: one said before the stored preference joined its history, and is not
+    reported stored (as a fact that joined an older one's history is not)."""
+    standing = {(h.key, h.text, h.thread_id): h for h in held}
+    found = (standing.get((r.key, r.fact, r.metadata["thread_id"])) for r in learned)
+    return [memory_info(hit) for hit in found if hit is not None]
 
 
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
@@ -929,8 +947,9 @@ class RetrievalAgent:
                 else now.
 
         Returns:
-            What was stored: the exchanges (and, with a model and a store backend, facts
-            about the user). Importing the same conversation again stores nothing new.
+            What was stored: the exchanges, the preferences the user stated in them (as a
+            turn would have taught them), and, with a model and a store backend, facts
+            about the user. Importing the same conversation again stores nothing new.
         """
         writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)
         _warn_unread(imports)
@@ -1001,28 +1020,43 @@ class RetrievalAgent:
         ]
         return writer, imports, chunks
 
-    @staticmethod
     def _store_imports(
+        self,
         writer: ConversationWriter,
         imports: list[_Import],
         chunks: list[list[ConversationRecord]],
     ) -> list[MemoryInfo]:
-        """Write an import's exchanges, then draw facts from its conversations with news."""
+        """Write an import's exchanges, then draw facts and preferences from its
+        conversations with news (importing a history again stores nothing new)."""
         stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
+        learned: list[MemoryRecord] = []
+        collection = self._components.collection
         for item in _with_news(imports, stored):
             stored += writer.store_facts(item.said, **item.where)
-        return _stored_infos(stored)
+            learned += writer.store_preferences(item.said, collection=collection, **item.where)
+        if not learned:
+            return _stored_infos(stored)
+        held = writer.memory.recall(_preferences_of(learned))
+        return _stored_infos(stored) + _current(learned, held.preferences)
 
-    @staticmethod
     async def _astore_imports(
+        self,
         writer: ConversationWriter,
         imports: list[_Import],
         chunks: list[list[ConversationRecord]],
     ) -> list[MemoryInfo]:
         stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
+        learned: list[MemoryRecord] = []
+        collection = self._components.collection
         for item in _with_news(imports, stored):
             stored += await writer.astore_facts(item.said, **item.where)
-        return _stored_infos(stored)
+            learned += await writer.astore_preferences(
+                item.said, collection=collection, **item.where
+            )
+        if not learned:
+            return _stored_infos(stored)
+        held = await writer.memory.arecall(_preferences_of(learned))
+        return _stored_infos(stored) + _current(learned, held.preferences)
 
     def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
         """:meth:`remember` for many conversations of ``user_id`` at once: the way to import

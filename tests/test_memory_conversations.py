@@ -19,6 +19,7 @@ import enum
 import json
 import logging
 import pickle
+import re
 import threading
 import time
 import uuid
@@ -1185,23 +1186,105 @@ def test_a_threshold_of_zero_recalls_every_memory_and_fails_nothing(
     assert len(rag.recall("Anything about lunch?", user_id="ann", now=NOW)) == len(PRINTER)
 
 
-def test_a_stated_preference_is_recalled_unless_a_newer_one_replaced_it(
-    build: Callable[..., Any],
+@pytest.mark.parametrize("kind", ["store", "postgres", "mem0", "memory"])
+def test_a_preference_stated_in_an_imported_history_applies_as_if_said_to_the_agent(
+    build: Callable[..., Any], kind: str
 ) -> None:
-    """An imported "I prefer answers in German." is stored nowhere but as said, so it is
-    recalled as said; a message that says more than a preference is always recalled."""
-    rag = build("store")
+    """``remember`` stores a conversation as if the user had had it with the agent: "I
+    prefer answers in German." said there becomes a standing preference that reaches every
+    answer's prompt (and ``remember`` says it stored it), once however often the history
+    is imported; a message that says more than a preference is still recalled as said;
+    Bob's "Answer in Spanish." in a group chat is Bob's, not the user's."""
+    rag = build(kind)
     history = [
         {"role": "user", "content": "I prefer answers in German."},
         {"role": "assistant", "content": "Sure."},
         {"role": "user", "content": "Answer in German / my flight to Oslo leaves at 9:40 Friday"},
         {"role": "assistant", "content": "Have a good trip."},
+        {"role": "user", "name": "Bob", "content": "Answer in Spanish."},
     ]
-    rag.remember(history, user_id="ann", thread_id="t1", at="2026-01-05T09:00:00Z")
-    asked = rag.recall("Which language did I ask you to answer in?", user_id="ann")
-    assert any("I prefer answers in German." in h["text"] for h in asked), asked
+    stored = rag.remember(history, user_id="ann", thread_id="t1", at="2026-01-05T09:00:00Z")
+    (learned,) = [m for m in stored if m["kind"] == "preference"]
+    assert learned["text"] == "Answer in German." and learned["thread_id"] == "t1"
+    assert rag.remember(history, user_id="ann", thread_id="t1", at="2026-01-05T09:00:00Z") == []
+    listed = [m for m in rag.list_memories("ann") if m["kind"] == "preference"]
+    assert [m["text"] for m in listed] == ["Answer in German."]
+    state = rag.invoke("How do I take a backup?", cfg("ann", "t2"))
+    assert "Answer in German." in state.memory_context and "Spanish" not in state.memory_context
     flight = rag.recall("When does my flight to Oslo leave?", user_id="ann")
     assert any("9:40" in h["text"] for h in flight), flight
+    assert rag.recall("When does my flight to Oslo leave?", user_id="bob") == []
+
+
+@pytest.mark.parametrize("kind", ["store", "postgres", "mem0"])
+def test_an_older_imported_preference_does_not_replace_a_newer_one_and_forget_erases_it(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """Last year's chat imported after this week's turn: its "Answer in Spanish." joins the
+    history of the preference said since ("Answer in French."), which stays; forgetting
+    the conversation of the newer brings back the last one said before it."""
+    rag = build(kind)
+    rag.remember(
+        [{"role": "user", "content": "Answer in German."}],
+        user_id="ann",
+        thread_id="jan",
+        at="2026-01-05T09:00:00Z",
+    )
+    rag.invoke("Answer in French.", cfg("ann", "live"))
+    rag.drain_background(10)
+    stored = rag.remember(
+        [{"role": "user", "content": "Answer in Spanish."}],
+        user_id="ann",
+        thread_id="older",
+        at="2025-01-05T09:00:00Z",
+    )
+    assert [m["kind"] for m in stored] == ["conversation"]  # it joined a history
+    prefs = [m for m in rag.list_memories("ann") if m["kind"] == "preference"]
+    assert [m["text"] for m in prefs] == ["Answer in French."], prefs
+    assert rag.forget("ann", thread_id="live") >= 1
+    prefs = [m for m in rag.list_memories("ann") if m["kind"] == "preference"]
+    assert [m["text"] for m in prefs] == ["Answer in German."], prefs
+    rag.forget("ann", thread_id="jan")
+    prefs = [m for m in rag.list_memories("ann") if m["kind"] == "preference"]
+    assert [m["text"] for m in prefs] == ["Answer in Spanish."], prefs
+
+
+def _user_lines_as_facts(messages: list[Any]) -> str:
+    """mem0's LLM (its words only): each user line of the new messages becomes a memory."""
+    new = prompt_text(messages).rsplit("## New Messages", 1)[-1]
+    lines = re.findall(r"^user: (.+)$", new.split("## Observation Date", 1)[0], re.MULTILINE)
+    return json.dumps({"memory": [{"id": str(i), "text": t} for i, t in enumerate(lines)]})
+
+
+def test_an_imported_history_goes_through_mem0s_own_extraction(
+    build: Callable[..., Any], tmp_path: Path, minilm: Any
+) -> None:
+    """With mem0 and its LLM (``infer=True``), ``remember`` hands the conversation to mem0's
+    extraction as a turn does, once: importing it again asks mem0's model nothing."""
+    from mem0 import Memory
+
+    llm = ScriptedChatModel(replies=[_user_lines_as_facts])
+    memory = Memory.from_config(mem0_config(tmp_path / "mem0-infer", minilm, llm))
+    rag = build(mem0_memory=Mem0Backend(memory, infer=True))
+    said = [{"role": "user", "content": STATEMENT}, {"role": "assistant", "content": "Noted."}]
+    rag.remember(said, user_id="alice", thread_id="ops", at="2026-01-05T09:00:00Z")
+    assert len(llm.prompts) == 1, llm.prompts
+    facts = [m for m in rag.list_memories("alice") if m["form"] == "fact"]
+    assert [m["text"] for m in facts] == [STATEMENT] and facts[0]["thread_id"] == "ops"
+    rag.remember(said, user_id="alice", thread_id="ops", at="2026-01-05T09:00:00Z")
+    assert len(llm.prompts) == 1
+
+
+async def test_aremember_stores_an_imported_preference(abuild: Callable[..., Any]) -> None:
+    rag = await abuild("store")
+    stored = await rag.aremember(
+        [{"role": "user", "content": "Please keep answers short."}], user_id="ann"
+    )
+    assert [(m["kind"], m["text"]) for m in stored if m["kind"] == "preference"] == [
+        ("preference", "Keep answers short.")
+    ]
+    state = await rag.ainvoke("How do I take a backup?", cfg("ann", "t2"))
+    assert "Keep answers short." in state.memory_context
 
 
 def test_the_offline_answer_quotes_only_what_the_user_said(build: Callable[..., Any]) -> None:

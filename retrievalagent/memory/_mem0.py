@@ -469,7 +469,10 @@ class Mem0Backend(PlannedBackend):
             metadata["history"] = history
         kwargs: dict[str, Any] = {"user_id": user, "metadata": metadata}
         if self._accepts_infer:
-            kwargs["infer"] = self.infer
+            # a preference is an instruction already checked ("Answer in German."): stored
+            # as it is, as ``memory=True`` stores it, where mem0's model would reword it or,
+            # finding nothing to extract in it, store nothing at all
+            kwargs["infer"] = self.infer and record.kind != PREFERENCE
         yield self._call("add", messages, **kwargs)
         if older:  # replaced: the new one is stored, now the old ones go
             yield self._erase(user, [h.id for h in older], messages=False)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["LANGUAGES", "Preference", "find_preference", "stated_preferences"]
+__all__ = ["LANGUAGES", "Preference", "find_preference", "preferences_in", "stated_preferences"]
 
 LANGUAGES = frozenset(
     [
@@ -221,8 +221,14 @@ def _sentences(message: str) -> list[tuple[str, Preference | None]]:
 
 def find_preference(message: str) -> Preference | None:
     """The last preference stated in ``message`` (one whole sentence each), or None."""
-    stated = [preference for _, preference in _sentences(message) if preference]
+    stated = preferences_in(message)
     return stated[-1] if stated else None
+
+
+def preferences_in(message: str) -> list[Preference]:
+    """Every preference ``message`` states (one whole sentence each), in order: an
+    imported message may state several, where a turn's grade keeps one."""
+    return [preference for _, preference in _sentences(message) if preference]
 
 
 def stated_preferences(message: str) -> list[Preference] | None:

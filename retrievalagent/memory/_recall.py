@@ -335,8 +335,9 @@ def _restating(raw: Any, subjects: Collection[str]) -> set[str]:
     """The ids of conversation memories in which the user (unnamed, as in a turn with the
     agent) only stated preferences on ``subjects`` (those of the preferences recalled): the
     preference kind shows the newest on each, and such an exchange would bring a replaced
-    one back ("I prefer answers in German." after "Answer in French from now on."). A
-    preference stated nowhere else (an imported history stores none) stays recalled."""
+    one back ("I prefer answers in German." after "Answer in French from now on."). One on
+    a subject with no preference recalled (stored by an earlier version, which did not
+    learn preferences from an imported history) stays recalled."""
     out: set[str] = set()
     for hit in raw if isinstance(raw, list | tuple) and subjects else ():
         if not isinstance(getattr(hit, "text", None), str):

@@ -22,8 +22,10 @@ from typing import Any
 
 from retrievalagent.memory._base import (
     CONVERSATION,
+    PREFERENCE,
     MemoryBackend,
     MemoryHit,
+    MemoryRecord,
     history_threads,
 )
 from retrievalagent.memory._conversations import (
@@ -37,6 +39,7 @@ from retrievalagent.memory._conversations import (
 )
 from retrievalagent.memory._extract import FactExtractor, checked_facts
 from retrievalagent.memory._plan import IO, Plan, arun, run
+from retrievalagent.memory._preferences import preferences_in
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import iso, parse_time
 
@@ -142,6 +145,57 @@ class ConversationWriter:
 
     async def astore_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
         return await arun(self.facts(said, **where))
+
+    def store_preferences(self, said: Sequence[Said], **where: Any) -> list[MemoryRecord]:
+        """Run :meth:`preferences` with blocking calls."""
+        return run(self.preferences(said, **where))
+
+    async def astore_preferences(self, said: Sequence[Said], **where: Any) -> list[MemoryRecord]:
+        return await arun(self.preferences(said, **where))
+
+    def preferences(
+        self,
+        said: Sequence[Said],
+        *,
+        user_id: str,
+        thread_id: str = "",
+        at: datetime | str | None = None,
+        title: str = "",
+        collection: str = "",
+    ) -> Plan[list[MemoryRecord]]:
+        """The preferences the user stated in an imported conversation ("I prefer answers
+        in German."), stored as a turn with the agent stores the one it states: the last
+        on each subject, dated by its message, from the user's own unnamed lines (Bob's
+        "Answer in Spanish." in a group chat is Bob's), secrets masked. One said before
+        the preference stored on its subject joins that one's history instead of
+        replacing it (the backend tells by ``at``)."""
+        del title  # a preference keeps its conversation and time, as a turn's does
+        when = iso(parse_time(at))
+        latest: dict[str, MemoryRecord] = {}
+        for message in masked_said(said)[0]:
+            if message.role != "user" or message.name:
+                continue
+            for preference in preferences_in(message.content):
+                latest[preference.subject] = MemoryRecord(
+                    fact=preference.instruction,
+                    question=message.content,
+                    answer="",
+                    user_id=user_id,
+                    metadata={
+                        "collection": collection,
+                        "thread_id": thread_id,
+                        "at": message.at or when,
+                    },
+                    kind=PREFERENCE,
+                    key=preference.subject,
+                )
+        for record in latest.values():
+            yield self._add(record)
+        return list(latest.values())
+
+    def _add(self, record: MemoryRecord) -> IO:
+        memory = self.memory
+        return IO(lambda: memory.add(record), lambda: memory.aadd(record))
 
     def _kept(self, records: list[ConversationRecord], ticket: int | None) -> Plan[list[MemoryHit]]:
         """``records`` stored, unless their conversation was forgotten after ``ticket``:
