@@ -88,7 +88,7 @@ from retrievalagent.types import (
     MemoryInfo,
     Recollection,
     StreamEvent,
-    readable,
+    readable_recollection,
 )
 
 if TYPE_CHECKING:
@@ -1226,7 +1226,7 @@ def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:
     recall ranked equal scores in), at most ``k``."""
     ordered = sorted(hits, key=lambda h: (not h.in_window, -h.score))[:k]
     return [
-        readable(
+        readable_recollection(
             Recollection(
                 id=h.id,
                 kind=h.kind,
@@ -1236,8 +1236,7 @@ def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:
                 at=h.at or h.updated_at,
                 sources=list(h.sources),
                 matched=h.matched,
-            ),
-            "Recollection",
+            )
         )
         for h in ordered
     ]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal, TypedDict, TypeVar, cast
+from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, Field
 
@@ -153,7 +152,26 @@ class StreamEvent(TypedDict, total=False):
     result: AgentResult
 
 
-class AgentResult(dict):  # type: ignore[type-arg]
+class _FieldsAsAttributes(dict[str, Any]):
+    """A dict whose keys also read as attributes; an unknown one names the fields there
+    are (``_what`` says what the dict is)."""
+
+    __slots__ = ()
+    _what = "record"
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(
+                f"{self._what} has no field {name!r}; fields: {', '.join(sorted(self))}"
+            ) from None
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self))
+
+
+class AgentResult(_FieldsAsAttributes):
     """The final state of a turn: a mapping (as LangGraph returns it) with attribute access.
 
     ``result.answer``, ``result.sources``, ``result.trace``, ``result.memory_context``,
@@ -164,52 +182,29 @@ class AgentResult(dict):  # type: ignore[type-arg]
     """
 
     __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(
-                f"result has no field {name!r}; fields: {', '.join(sorted(self))}"
-            ) from None
-
-    def __dir__(self) -> list[str]:
-        return sorted(set(super().__dir__()) | set(self))
+    _what = "result"
 
     def events(self, node: str) -> list[dict[str, Any]]:
         """The trace events one node left, in order."""
         return [e for e in self.get("trace", []) if e.get("node") == node]
 
 
-_Fields = TypeVar("_Fields", bound=Mapping[str, Any])
+class _MemoryInfoFields(_FieldsAsAttributes):
+    __slots__ = ()
+    _what = "MemoryInfo"
 
 
-def readable(fields: _Fields, kind: str) -> _Fields:
-    """``fields`` (a :class:`MemoryInfo` or :class:`Recollection`) as the dict the API
-    returns, whose fields also read as attributes: code written for LangGraph's store items
-    or other records (``hit.text``) works as well as code written for dicts."""
-    return cast(_Fields, _Record(fields, kind))
+class _RecollectionFields(_FieldsAsAttributes):
+    __slots__ = ()
+    _what = "Recollection"
 
 
-class _Record(dict[str, Any]):
-    """A dict whose keys also read as attributes; an unknown one names the fields there are."""
+def readable_memory(info: MemoryInfo) -> MemoryInfo:
+    """``info`` as the API returns it: a dict whose fields also read as attributes, so code
+    written for LangGraph's store items or other records (``memory.text``) works too."""
+    return cast(MemoryInfo, _MemoryInfoFields(info))
 
-    __slots__ = ("_kind",)
 
-    def __init__(self, fields: Mapping[str, Any], kind: str) -> None:
-        super().__init__(fields)
-        self._kind = kind
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(
-                f"{self._kind} has no field {name!r}; its fields are: {', '.join(self)}"
-            ) from None
-
-    def __dir__(self) -> list[str]:
-        return sorted({*super().__dir__(), *self})
-
-    def __reduce__(self) -> Any:
-        return (_Record, (dict(self), self._kind))
+def readable_recollection(hit: Recollection) -> Recollection:
+    """``hit`` as ``recall`` returns it (see :func:`readable_memory`)."""
+    return cast(Recollection, _RecollectionFields(hit))

@@ -47,7 +47,7 @@ from retrievalagent.memory._locks import user_locks
 from retrievalagent.memory._plan import IO, Plan, arun, attempt, run
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import CLOCK_SKEW, TimeRef, iso
-from retrievalagent.types import MemoryInfo, readable
+from retrievalagent.types import MemoryInfo, readable_memory
 
 __all__ = [
     "DEFAULT_USER",
@@ -295,7 +295,7 @@ def memory_info(hit: MemoryHit) -> MemoryInfo:
         sources=list(hit.sources),
         history=list(hit.metadata.get("history") or []),
     )
-    return readable(info, "MemoryInfo")
+    return readable_memory(info)
 
 
 @runtime_checkable
