@@ -54,9 +54,9 @@ from retrievalagent.memory import (
     MemoryBackend,
     MemoryHit,
     MemoryReader,
-    MemoryRecord,
     RecallRequest,
     Said,
+    Stated,
     StoreBackend,
     earliest,
     memory_info,
@@ -152,20 +152,11 @@ def _stored_infos(stored: Sequence[MemoryHit]) -> list[MemoryInfo]:
     return [memory_info(h) for h in stored if h.matched != JOINED]
 
 
-def _preferences_of(learned: Sequence[MemoryRecord]) -> RecallRequest:
-    """Asking the backend for the user's preferences as they now stand."""
-    return RecallRequest(
-        query=learned[-1].fact, user_id=learned[-1].user_id, limit=1, max_preferences=1000
-    )
-
-
-def _current(learned: Sequence[MemoryRecord], held: Sequence[MemoryHit]) -> list[MemoryInfo]:
-    """The preferences an import learned that now stand for their subject, as the backend
-    holds them: one said before the stored preference joined its history, and is not
-    reported stored (as a fact that joined an older one's history is not)."""
-    standing = {(h.key, h.text, h.thread_id): h for h in held}
-    found = (standing.get((r.key, r.fact, r.metadata["thread_id"])) for r in learned)
-    return [memory_info(hit) for hit in found if hit is not None]
+def _stated(imports: list[_Import]) -> list[Stated]:
+    """An import's conversations as the preference step reads them (every one: a
+    preference is checked against what is held, so one an import stopped before is
+    stored when it is run again, though its exchanges are not new then)."""
+    return [(item.said, item.where["thread_id"], item.where["at"]) for item in imports]
 
 
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
@@ -669,6 +660,7 @@ class RetrievalAgent:
             ConfigError: the question, filter or config is invalid (a bad per-call setting
                 is named ``configurable.<name>``).
         """
+        self._refuse_blocking_own_loop("invoke", "ainvoke")
         payload, run = self.graph_args(question, config, filter=filter)
         return self._result(self.graph.invoke(payload, run), run)
 
@@ -693,6 +685,7 @@ class RetrievalAgent:
         """Yield node updates (``type="node"``) and answer pieces (``type="token"``) as they
         happen, then the final result (``type="result"``). ``config`` as in :meth:`invoke`
         (per-call settings included)."""
+        self._refuse_blocking_own_loop("stream", "astream")
         payload, run = self.graph_args(question, config, filter=filter)
         turn = _StreamTurn()
         for part in self.graph.stream(payload, run, stream_mode=STREAM_MODES):
@@ -740,6 +733,7 @@ class RetrievalAgent:
         ``history`` holds messages, ``(role, text)`` pairs or ``{"role", "content"}`` dicts.
         Returns the answer text; use :meth:`invoke` for sources and trace.
         """
+        self._refuse_blocking_own_loop("chat", "achat")
         graph, payload, run = self._chat_args(question, history, config)
         return str(graph.invoke(payload, run)["answer"])
 
@@ -809,6 +803,7 @@ class RetrievalAgent:
         its history and is never sent to the model again. ``configurable.checkpoint_id``
         (optional) picks an older point of the thread to regenerate from.
         """
+        self._refuse_blocking_own_loop("regenerate", "aregenerate")
         payload, branch = self.threads.branch(self._regenerate_config(config))
         run = self._config(branch, self.graph)
         return self._result(self.graph.invoke(payload, run), run)
@@ -833,6 +828,7 @@ class RetrievalAgent:
         """Everything the agent remembers about ``user_id``, newest first by when it was
         said (waits for that user's writes still in flight, so the list includes the last
         turn's)."""
+        self._refuse_blocking_own_loop("list_memories", "alist_memories")
         memory, user = self._memory_for(user_id)
         self._components.writes.wait_for(user, self.settings.memory_timeout)
         return [memory_info(hit) for hit in memory.list(user)]
@@ -855,6 +851,7 @@ class RetrievalAgent:
         it; returns how many were erased (0 when ``memory_id`` is not theirs). Either one
         given as None is a ``ConfigError``: a variable that happened to hold nothing must
         not erase the whole user."""
+        self._refuse_blocking_own_loop("forget", "aforget")
         memory, user = self._memory_for(user_id)
         one, thread = _what_to_forget(user, memory_id, thread_id)
         self._components.writes.wait_for(user, self.settings.memory_timeout)
@@ -951,6 +948,7 @@ class RetrievalAgent:
             turn would have taught them), and, with a model and a store backend, facts
             about the user. Importing the same conversation again stores nothing new.
         """
+        self._refuse_blocking_own_loop("remember", "aremember")
         writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)
         _warn_unread(imports)
         return self._store_imports(writer, imports, chunks)
@@ -1026,18 +1024,14 @@ class RetrievalAgent:
         imports: list[_Import],
         chunks: list[list[ConversationRecord]],
     ) -> list[MemoryInfo]:
-        """Write an import's exchanges, then draw facts and preferences from its
-        conversations with news (importing a history again stores nothing new)."""
+        """Write an import's exchanges and the preferences stated in it, then draw facts
+        from its conversations with news (importing a history again stores nothing new)."""
+        ticket = writer.ticket()
         stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
-        learned: list[MemoryRecord] = []
-        collection = self._components.collection
+        stored += writer.store_preferences(_stated(imports), **self._learning(imports, ticket))
         for item in _with_news(imports, stored):
             stored += writer.store_facts(item.said, **item.where)
-            learned += writer.store_preferences(item.said, collection=collection, **item.where)
-        if not learned:
-            return _stored_infos(stored)
-        held = writer.memory.recall(_preferences_of(learned))
-        return _stored_infos(stored) + _current(learned, held.preferences)
+        return _stored_infos(stored)
 
     async def _astore_imports(
         self,
@@ -1045,18 +1039,19 @@ class RetrievalAgent:
         imports: list[_Import],
         chunks: list[list[ConversationRecord]],
     ) -> list[MemoryInfo]:
+        ticket = writer.ticket()
         stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
-        learned: list[MemoryRecord] = []
-        collection = self._components.collection
+        stored += await writer.astore_preferences(
+            _stated(imports), **self._learning(imports, ticket)
+        )
         for item in _with_news(imports, stored):
             stored += await writer.astore_facts(item.said, **item.where)
-            learned += await writer.astore_preferences(
-                item.said, collection=collection, **item.where
-            )
-        if not learned:
-            return _stored_infos(stored)
-        held = await writer.memory.arecall(_preferences_of(learned))
-        return _stored_infos(stored) + _current(learned, held.preferences)
+        return _stored_infos(stored)
+
+    def _learning(self, imports: list[_Import], ticket: int) -> dict[str, Any]:
+        """Whose preferences an import teaches, for which collection, since when."""
+        user = imports[0].where["user_id"] if imports else ""
+        return {"user_id": user, "collection": self._components.collection, "ticket": ticket}
 
     def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
         """:meth:`remember` for many conversations of ``user_id`` at once: the way to import
@@ -1074,6 +1069,7 @@ class RetrievalAgent:
             Every conversation is checked first: a bad one is a ``ConfigError`` naming its
             place, and nothing is stored.
         """
+        self._refuse_blocking_own_loop("remember_many", "aremember_many")
         checked = self._histories(conversations, user_id)
         _warn_unread(checked[1])
         return self._store_imports(*checked)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, Self, TypedDict, cast
 
 from pydantic import BaseModel, Field
 
@@ -167,8 +167,18 @@ class _FieldsAsAttributes(dict[str, Any]):
                 f"{self._what} has no field {name!r}; fields: {', '.join(sorted(self))}"
             ) from None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(
+            f"{self._what} fields read as attributes but are set by key: "
+            f"[{name!r}] = ..., as on any dict"
+        )
+
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self))
+
+    def copy(self) -> Self:
+        """A copy that still reads its fields as attributes (``dict.copy`` gives a dict)."""
+        return type(self)(self)
 
 
 class AgentResult(_FieldsAsAttributes):

@@ -349,6 +349,30 @@ def test_memory_commands_work_before_anything_is_ingested(
     assert "retrievalagent ingest PATH --collection docs" in asked.stderr
 
 
+def test_reading_a_mistyped_collection_says_so_and_writes_nothing(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """`memory list/search/forget -c hbb` for a collection that keeps no memory: nothing
+    found, the collections that do keep some named, and no empty memory left on disk for
+    the typo (opening it created one)."""
+    history = _jsonl(tmp_path / "one.jsonl", {"role": "user", "content": "My bike is a Brompton."})
+    assert invoke(runner, "memory", "import", str(history), "--user", "ann").exit_code == 0
+    data_dir = Path(os.environ["RAG_DATA_DIR"])
+    hint = (
+        f"collection 'hbb' keeps no memories in {data_dir} (collections with memories there: docs)"
+    )
+    listed = invoke(runner, "memory", "list", "ann", "-c", "hbb")
+    assert listed.exit_code == 0 and hint in " ".join(listed.stdout.split()), listed.output
+    found = invoke(runner, "memory", "search", "Which bike?", "--user", "ann", "-c", "hbb")
+    assert found.exit_code == 0 and hint in " ".join(found.stdout.split()), found.output
+    erased = invoke(runner, "memory", "forget", "ann", "-c", "hbb", "--yes")
+    assert erased.exit_code == 1 and "nothing to erase" in erased.stderr, erased.output
+    assert json.loads(invoke(runner, "memory", "list", "ann", "-c", "hbb", "--json").stdout) == []
+    assert not (data_dir / "hbb").exists()
+    kept = invoke(runner, "memory", "list", "ann")  # the real one is untouched
+    assert "My bike is a Brompton." in kept.stdout
+
+
 def test_memory_list_and_search_label_each_memory_with_its_kind_as_json_names_it(
     runner: CliRunner, notes: Path, tmp_path: Path
 ) -> None:

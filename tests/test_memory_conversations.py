@@ -301,8 +301,9 @@ def test_what_remember_and_recall_return_are_dicts_whose_fields_read_as_attribut
         assert copy.deepcopy(item) == item and "sources" in dir(item)
         with pytest.raises(AttributeError, match=rf"{kind} has no field 'txt'.*\btext\b"):
             _ = item.txt
-        with pytest.raises(AttributeError):
+        with pytest.raises(AttributeError, match=r"set by key: \['text'\] = "):
             item.text = "changed"  # read-only as attributes: a dict to change by key
+        assert item.copy().text == item["text"]  # a copy is the same kind of record
     assert hit.text == hit["text"] and "PostgreSQL 13" in hit.text
 
 
@@ -597,6 +598,44 @@ def test_streamed_langchain_messages_are_remembered(build: Callable[..., Any]) -
         [HumanMessageChunk(content="I live in Oslo."), reply], user_id="c", thread_id="s"
     )
     assert [m["text"] for m in stored] == ["user: I live in Oslo.\nassistant: Nice city."]
+
+
+def _inside_itself() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["me"] = loop
+    return loop
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ({"a": [{"b": (1, float("nan"))}]}, r"metadata\['a'\]\[0\]\['b'\]\[1\] is not JSON: nan"),
+        ({"a": {(1, 2): "x"}}, r"metadata\['a'\] has the key \(1, 2\): keys must be strings"),
+        ({"a": ["ok", "x\x00y"]}, r"metadata\['a'\]\[1\] holds a NUL character"),
+        ({"a\x00": 1}, r"metadata key 'a\\x00' holds a NUL character"),
+        (_inside_itself(), r"metadata\['me'\] holds itself"),
+        (_nested(500), r"metadata\['a'\].* is nested more than 64 levels deep"),
+    ],
+)
+def test_metadata_json_cannot_hold_is_refused_naming_where_it_is(
+    metadata: dict[str, Any], problem: str
+) -> None:
+    """Not a RecursionError, nor an error that names no key: each names the place in the
+    message's metadata, and nothing is stored."""
+    rag = make_offline_store_agent()
+    with pytest.raises(ConfigError, match=rf"message 0's {problem}"):
+        rag.remember([{"role": "user", "content": "hi", "metadata": metadata}], user_id="ann")
+    assert rag.list_memories("ann") == []
+    kept = {"a": _nested(40)}  # deep, but within the bound: kept whole
+    rag.remember([{"role": "user", "content": "hi", "metadata": kept}], user_id="ann")
+    assert rag.list_memories("ann")[0]["sources"] == [kept]
 
 
 @pytest.mark.parametrize("kind", ["store", "postgres", "mem0"])
@@ -1275,6 +1314,100 @@ def test_an_imported_history_goes_through_mem0s_own_extraction(
     assert len(llm.prompts) == 1
 
 
+class _StopsAtTheFirstPreference(InMemoryStore):
+    """Ctrl-C as the first preference is written (the exchanges are stored by then)."""
+
+    armed = True
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        wrote = any(isinstance(o, PutOp) and o.namespace[:1] == ("memories",) for o in ops)
+        if self.armed and wrote:
+            self.armed = False
+            raise KeyboardInterrupt
+        return super().batch(ops)
+
+
+@pytest.mark.parametrize("how", ["remember", "remember_many"])
+def test_an_import_stopped_before_its_preferences_stores_them_when_run_again(
+    build: Callable[..., Any], how: str
+) -> None:
+    """Running an interrupted import again "imports the rest, storing nothing twice": its
+    exchanges are not new then, and its preferences are stored all the same, once."""
+    rag = build(memory_store=_StopsAtTheFirstPreference())
+    history = [
+        {"role": "user", "content": "I prefer answers in German."},
+        {"role": "assistant", "content": "Sure."},
+        {"role": "user", "content": "Keep answers short. My flight leaves Friday."},
+    ]
+
+    def run() -> list[Any]:
+        if how == "remember":
+            return list(rag.remember(history, user_id="ann", thread_id="t1"))
+        return list(rag.remember_many([{"messages": history, "thread_id": "t1"}], user_id="ann"))
+
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    assert [m["kind"] for m in rag.list_memories("ann")] == ["conversation", "conversation"]
+    again = run()
+    assert sorted(m["text"] for m in again) == ["Answer in German.", "Keep answers short."]
+    assert run() == []
+    state = rag.invoke("How do I take a backup?", cfg("ann", "t2"))
+    assert "Answer in German." in state.memory_context
+
+
+class _SlowConversations(InMemoryStore):
+    """Conversation writes take a while (a slow database)."""
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(o, PutOp) and o.namespace[:1] == ("conversations",) for o in ops):
+            time.sleep(0.8)
+        return super().batch(ops)
+
+
+def test_forgetting_a_conversation_while_it_is_imported_leaves_no_preference_of_it(
+    build: Callable[..., Any],
+) -> None:
+    rag = build(memory_store=_SlowConversations())
+    history = [{"role": "user", "content": "I prefer answers in German."}]
+    done: list[Any] = []
+    importing = threading.Thread(
+        target=lambda: done.append(rag.remember(history, user_id="ann", thread_id="t1"))
+    )
+    importing.start()
+    time.sleep(0.3)
+    rag.forget("ann", thread_id="t1")
+    importing.join(10)
+    assert rag.list_memories("ann") == [] and all(m["kind"] != "preference" for m in done[0])
+    state = rag.invoke("How do I take a backup?", cfg("ann", "t2"))
+    assert "German" not in state.memory_context
+
+
+def test_each_preference_of_an_imported_history_is_learned_in_the_order_said(
+    build: Callable[..., Any],
+) -> None:
+    """As its turns would have: "Answer in French." then "Actually, answer in Spanish." two
+    days later leaves Spanish, with French in its history (forgetting nothing brings it
+    back); lines named as the user (an export naming every speaker) are the user's."""
+    rag = build()
+    history = [
+        {"role": "user", "name": "Ann", "content": "Answer in French.", "at": "2026-01-01"},
+        {"role": "assistant", "content": "D'accord."},
+        {
+            "role": "user",
+            "name": "Ann",
+            "content": "Actually, answer in Spanish.",
+            "at": "2026-01-03",
+        },
+    ]
+    stored = rag.remember(history, user_id="ann", thread_id="t1")
+    assert [m["text"] for m in stored if m["kind"] == "preference"] == ["Answer in Spanish."]
+    (current,) = [m for m in rag.list_memories("ann") if m["kind"] == "preference"]
+    assert current["text"] == "Answer in Spanish."
+    assert [e["text"] for e in current["history"]] == ["Answer in French."]
+
+
 async def test_aremember_stores_an_imported_preference(abuild: Callable[..., Any]) -> None:
     rag = await abuild("store")
     stored = await rag.aremember(
@@ -1484,6 +1617,25 @@ async def test_sync_recall_on_the_loop_of_an_async_store_fails_at_once_saying_aw
     assert [
         h["text"] for h in await rag.arecall("Which PostgreSQL do I run?", user_id="alice")
     ] == [h["text"] for h in hits]
+    # every blocking call that reaches the store says the same, at once: a turn too, which
+    # waited out the memory timeout and answered without the user's memory
+    calls = {
+        "invoke": lambda: rag.invoke("How do backups work?", cfg("alice", "t9")),
+        "stream": lambda: list(rag.stream("How do backups work?", cfg("alice", "t9"))),
+        "chat": lambda: rag.chat("How do backups work?", config=cfg("alice")),
+        "list_memories": lambda: rag.list_memories("alice"),
+        "remember": lambda: rag.remember([{"role": "user", "content": "Hi."}], user_id="alice"),
+        "remember_many": lambda: rag.remember_many(
+            [[{"role": "user", "content": "Hi."}]], user_id="alice"
+        ),
+        "forget": lambda: rag.forget("alice", thread_id="t1"),
+    }
+    for name, call in calls.items():
+        started = time.monotonic()
+        with pytest.raises(ConfigError, match=rf"{name}\(\) was called .*await rag\.a{name}\("):
+            call()
+        assert time.monotonic() - started < 2, name
+    assert len(await rag.alist_memories("alice")) == 1  # nothing was written or erased
 
 
 def _two_conversations(rag: Any) -> None:

@@ -24,6 +24,7 @@ from retrievalagent.cli._common import (
     HELP_MARKUP,
     CollectionOpt,
     DataDirOpt,
+    collection_name,
     console,
     err,
     handle_errors,
@@ -102,6 +103,24 @@ def _memory_agent(
             yield rag
 
 
+def _keeps_none(collection: str | None, store: str | None, data_dir: Path | None) -> str:
+    """Why a reading command finds nothing without opening the memory, when the collection
+    keeps none on disk (a mistyped ``-c``): opening it would leave an empty one behind.
+    "" when there is memory to read (or it lives in ``--store``)."""
+    if store is not None:
+        return ""
+    from retrievalagent import Settings
+    from retrievalagent.config import check_collection
+
+    name = check_collection(collection_name(collection))
+    root = Path(Settings.load(data_dir=data_dir).data_dir)
+    if (root / name / "mem0").exists():
+        return ""
+    kept = sorted(p.parent.name for p in root.glob("*/mem0") if p.is_dir()) if root.is_dir() else []
+    where = f"collections with memories there: {', '.join(kept)}" if kept else "none has any"
+    return f"collection {name!r} keeps no memories in {root} ({where})"
+
+
 @memory_app.command("list")
 def list_memories(
     user: UserArg = None,
@@ -114,13 +133,19 @@ def list_memories(
     """Everything remembered about USER, newest first."""
     with handle_errors():
         user = _user(user, user_flag)
-        with _memory_agent(collection, store, data_dir) as rag:
-            memories = rag.list_memories(user)
+        none_kept = _keeps_none(collection, store, data_dir)
+        memories = []
+        if not none_kept:
+            with _memory_agent(collection, store, data_dir) as rag:
+                memories = rag.list_memories(user)
     if as_json:
         console.print_json(json.dumps(memories))
         return
     if not memories:
-        console.print(f"nothing is remembered about {escape(user)!r}")
+        console.print(
+            f"nothing is remembered about {escape(user)!r}"
+            + (f": {escape(none_kept)}" if none_kept else "")
+        )
         return
     for m in memories:
         label = f"[{_kind(m['kind'], m.get('form', ''))}, {_day(m.get('at') or m['updated_at'])}]"
@@ -149,13 +174,21 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """What a question of USER would recall: every kind, best first."""
-    with handle_errors(), _memory_agent(collection, store, data_dir) as rag:
-        found = rag.recall(query, user_id=check_name(user, "--user"), k=k)
+    with handle_errors():
+        user = check_name(user, "--user")
+        none_kept = _keeps_none(collection, store, data_dir)
+        found = []
+        if not none_kept:
+            with _memory_agent(collection, store, data_dir) as rag:
+                found = rag.recall(query, user_id=user, k=k)
     if as_json:
         console.print_json(json.dumps(found))
         return
     if not found:
-        console.print(f"nothing remembered about {escape(user)!r} comes up for this question")
+        console.print(
+            f"nothing remembered about {escape(user)!r} comes up for this question"
+            + (f": {escape(none_kept)}" if none_kept else "")
+        )
         return
     for hit in found:
         label = f"[{_kind(hit['kind'])}, {_day(hit['at'])}, score {hit['score']:.2f}]"
@@ -470,11 +503,14 @@ def forget(
         user = _user(user, user_flag)
     if memory_id is None and thread is None and not yes:
         typer.confirm(f"Erase everything remembered about {user!r}?", abort=True)
-    with handle_errors(), _memory_agent(collection, store, data_dir) as rag:
+    with handle_errors():
         if thread is not None:
             thread = check_name(thread, "--thread", "leave it out to erase everything")
         if memory_id is not None:
             memory_id = check_name(memory_id, "--id", "take one from `memory list`")
+        if none_kept := _keeps_none(collection, store, data_dir):
+            raise ConfigError(f"nothing to erase: {none_kept}")
+    with handle_errors(), _memory_agent(collection, store, data_dir) as rag:
         # one not given is left out: forget refuses None (it would erase everything)
         given = {"memory_id": memory_id, "thread_id": thread}
         erased = rag.forget(user, **{k: v for k, v in given.items() if v is not None})

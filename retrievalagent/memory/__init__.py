@@ -47,7 +47,7 @@ from retrievalagent.memory._preferences import Preference, find_preference
 from retrievalagent.memory._recall import MemoryReader, ReadPolicy, ReadResult, alias_of
 from retrievalagent.memory._store import StoreBackend
 from retrievalagent.memory._temporal import dated_line, iso, parse_time
-from retrievalagent.memory._writer import ConversationWriter
+from retrievalagent.memory._writer import ConversationWriter, Stated
 
 __all__ = [
     "CONVERSATION",
@@ -73,6 +73,7 @@ __all__ = [
     "Recall",
     "RecallRequest",
     "Said",
+    "Stated",
     "StoreBackend",
     "alias_key",
     "alias_of",

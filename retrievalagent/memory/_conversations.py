@@ -17,6 +17,7 @@ import decimal
 import enum
 import hashlib
 import json
+import math
 import numbers
 import re
 import uuid
@@ -82,8 +83,6 @@ _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assi
 _SKIPPED_ROLES = frozenset({"system", "tool", "function", "developer"})
 #: Content block types that carry a message's words.
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
-# "\u0000" in JSON text, not a user's own backslash before "u0000" (escaped as "\\")
-_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
 #: How an offline answer quotes what the user said before (never stored back as said).
 EARLIER = "(Earlier{day} you said: “{statement}”)"
@@ -384,7 +383,6 @@ def _checked_metadata(metadata: Any, position: int, strict: bool) -> Mapping[str
                 f"message {position}'s metadata must be a dict, not {type(metadata).__name__}"
             )
         kept: dict[str, Any] = _as_json(metadata, f"message {position}'s metadata")
-        _check_json(kept, position)
     except ValueError:
         if strict:
             raise
@@ -392,29 +390,29 @@ def _checked_metadata(metadata: Any, position: int, strict: bool) -> Mapping[str
     return kept
 
 
-def _as_json(value: Any, where: str) -> Any:
+def _as_json(value: Any, where: str, within: tuple[int, ...] = ()) -> Any:
     """``value`` with the common scalars JSON has no type for written as LangGraph's stores
     write them (a datetime, date or time as its ISO 8601 string, a UUID or Decimal as its
-    text, an Enum as its value, a tuple or set as a list): kept, not refused. What has no
-    faithful JSON form (bytes, an object) is a ``ValueError`` naming ``where`` it is."""
+    text, an Enum as its value, a tuple or set as a list): kept, not refused. What JSON
+    cannot hold faithfully (bytes, an object, NaN, a key that is not a string, a NUL, a
+    container inside itself or nested past ``_MAX_NESTING``) is a ``ValueError`` naming
+    ``where`` it is (``within``: the containers around it)."""
     if isinstance(value, enum.Enum):  # before str and int: a StrEnum is a str too
-        return _as_json(value.value, where)
-    if value is None or isinstance(value, str | bool | int | float):
-        return value  # NaN and infinity are refused by ``_check_json``, as before
+        return _as_json(value.value, where, within)
+    if isinstance(value, Mapping | list | tuple | set | frozenset):
+        return _json_container(value, where, within)
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is not JSON: {value!r} is no JSON number")
+        return value
+    if isinstance(value, str):
+        return _json_text(value, where)
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     if isinstance(value, uuid.UUID | decimal.Decimal):
         return str(value)  # a Decimal's text is exact, where a float would round it
-    if isinstance(value, Mapping):
-        return {k: _as_json(v, f"{where}[{k!r}]") for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_as_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, set | frozenset):
-        try:
-            ordered = sorted(value)
-        except TypeError:  # kinds that do not compare: in an order that does not vary
-            ordered = sorted(value, key=lambda v: (type(v).__name__, repr(v)))
-        return [_as_json(v, f"{where}[{i}]") for i, v in enumerate(ordered)]
     raise ValueError(
         f"{where} is not JSON: a value of type {type(value).__name__}, which has no "
         "faithful JSON form; give it as text, a number, a bool, None, a list or a dict (a "
@@ -422,37 +420,47 @@ def _as_json(value: Any, where: str) -> Any:
     )
 
 
-def _check_json(metadata: Mapping[str, Any] | None, position: int) -> None:
-    """Metadata is kept as JSON by every backend: what is not JSON is refused up front,
-    not stored by one backend and failing another (PostgreSQL's ``jsonb`` takes neither
-    NaN nor a NUL character, UTF-8 no lone surrogate)."""
-    try:
-        dumped = json.dumps(metadata, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"message {position}'s metadata is not JSON ({exc})") from None
-    if odd := _keys_not_text(metadata):  # JSON would make them strings, 1 and "1" one key
-        raise ValueError(
-            f"message {position}'s metadata has the key {odd[0]!r}: keys must be strings "
-            "(stored as JSON, it would become a string)"
-        )
-    if _JSON_NUL.search(dumped):
-        raise ValueError(f"message {position}'s metadata holds a NUL character")
-    try:
-        dumped.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"message {position}'s metadata holds a lone surrogate (not valid Unicode)"
-        ) from None
-
-
-def _keys_not_text(value: Any) -> list[Any]:
-    """The dict keys anywhere in ``value`` that are not strings."""
+def _json_container(value: Any, where: str, within: tuple[int, ...]) -> Any:
+    """A dict as a dict of string keys, a list, tuple or set as a list (a set sorted)."""
+    if id(value) in within:
+        raise ValueError(f"{where} holds itself (a container inside itself is no JSON)")
+    if len(within) >= _MAX_NESTING:
+        raise ValueError(f"{where} is nested more than {_MAX_NESTING} levels deep")
+    inside = (*within, id(value))
     if isinstance(value, Mapping):
-        own = [k for k in value if not isinstance(k, str)]
-        return own + [k for v in value.values() for k in _keys_not_text(v)]
-    if isinstance(value, list | tuple):
-        return [k for v in value for k in _keys_not_text(v)]
-    return []
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):  # JSON makes it a string: 1 and "1" one key
+                raise ValueError(
+                    f"{where} has the key {key!r}: keys must be strings (stored as JSON, "
+                    "it would become a string)"
+                )
+            out[_json_text(key, f"{where} key {key!r}")] = _as_json(
+                item, f"{where}[{key!r}]", inside
+            )
+        return out
+    if isinstance(value, set | frozenset):
+        try:
+            value = sorted(value)
+        except TypeError:  # kinds that do not compare: in an order that does not vary
+            value = sorted(value, key=lambda v: (type(v).__name__, repr(v)))
+    return [_as_json(v, f"{where}[{i}]", inside) for i, v in enumerate(value)]
+
+
+#: Deepest metadata kept (containers within containers); real metadata is a few levels.
+_MAX_NESTING = 64
+
+
+def _json_text(text: str, where: str) -> str:
+    """``text`` as JSON in every backend holds it: no NUL (PostgreSQL's ``jsonb`` takes
+    none) and no lone surrogate (not UTF-8)."""
+    if "\x00" in text:
+        raise ValueError(f"{where} holds a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where} holds a lone surrogate (not valid Unicode)") from None
+    return text
 
 
 def earliest(said: Iterable[Said]) -> str:

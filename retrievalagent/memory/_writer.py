@@ -26,6 +26,7 @@ from retrievalagent.memory._base import (
     MemoryBackend,
     MemoryHit,
     MemoryRecord,
+    RecallRequest,
     history_threads,
 )
 from retrievalagent.memory._conversations import (
@@ -43,7 +44,7 @@ from retrievalagent.memory._preferences import preferences_in
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import iso, parse_time
 
-__all__ = ["ConversationWriter"]
+__all__ = ["ConversationWriter", "Stated"]
 
 #: User messages shown to the extractor in one call (a long import takes several).
 _MESSAGES_PER_CALL = 20
@@ -146,56 +147,83 @@ class ConversationWriter:
     async def astore_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
         return await arun(self.facts(said, **where))
 
-    def store_preferences(self, said: Sequence[Said], **where: Any) -> list[MemoryRecord]:
+    def store_preferences(
+        self, conversations: Sequence[Stated], *, user_id: str, collection: str, ticket: int
+    ) -> list[MemoryHit]:
         """Run :meth:`preferences` with blocking calls."""
-        return run(self.preferences(said, **where))
+        return run(self.preferences(conversations, user_id, collection, ticket))
 
-    async def astore_preferences(self, said: Sequence[Said], **where: Any) -> list[MemoryRecord]:
-        return await arun(self.preferences(said, **where))
+    async def astore_preferences(
+        self, conversations: Sequence[Stated], *, user_id: str, collection: str, ticket: int
+    ) -> list[MemoryHit]:
+        return await arun(self.preferences(conversations, user_id, collection, ticket))
 
     def preferences(
-        self,
-        said: Sequence[Said],
-        *,
-        user_id: str,
-        thread_id: str = "",
-        at: datetime | str | None = None,
-        title: str = "",
-        collection: str = "",
-    ) -> Plan[list[MemoryRecord]]:
-        """The preferences the user stated in an imported conversation ("I prefer answers
-        in German."), stored as a turn with the agent stores the one it states: the last
-        on each subject, dated by its message, from the user's own unnamed lines (Bob's
-        "Answer in Spanish." in a group chat is Bob's), secrets masked. One said before
-        the preference stored on its subject joins that one's history instead of
-        replacing it (the backend tells by ``at``)."""
-        del title  # a preference keeps its conversation and time, as a turn's does
-        when = iso(parse_time(at))
-        latest: dict[str, MemoryRecord] = {}
-        for message in masked_said(said)[0]:
-            if message.role != "user" or message.name:
+        self, conversations: Sequence[Stated], user_id: str, collection: str, ticket: int
+    ) -> Plan[list[MemoryHit]]:
+        """The preferences the user stated in imported conversations ("I prefer answers in
+        German."), stored as the turns they record would have stored them: each in the
+        order said, dated by its message, so an earlier one on a subject is in the later
+        one's history, and one said before the preference held joins that one's history
+        (the backend tells by ``at``). Each conversation is ``(said, thread_id, at)``.
+
+        One already held, current or in a history, is not stored again, so an import
+        stopped halfway stores the rest when run again (which draws facts from nothing it
+        stored before); one whose conversation a ``forget`` after ``ticket`` erased is not
+        stored, or is erased again should the ``forget`` come while it is stored. Returns
+        those stored that now hold their subject."""
+        records = sorted(
+            (
+                r
+                for said, thread_id, at in conversations
+                for r in _stated(said, user_id, thread_id, at, collection)
+            ),
+            key=lambda r: str(r.metadata["at"]),  # stable: as said, within one time
+        )
+        if not records:
+            return []
+        held = _identities((yield self._preferences_of(user_id)))
+        stored = []
+        for record in records:
+            thread = str(record.metadata["thread_id"])
+            if _identity(record) in held or self._forgets.since(ticket, user_id, thread):
                 continue
-            for preference in preferences_in(message.content):
-                latest[preference.subject] = MemoryRecord(
-                    fact=preference.instruction,
-                    question=message.content,
-                    answer="",
-                    user_id=user_id,
-                    metadata={
-                        "collection": collection,
-                        "thread_id": thread_id,
-                        "at": message.at or when,
-                    },
-                    kind=PREFERENCE,
-                    key=preference.subject,
-                )
-        for record in latest.values():
             yield self._add(record)
-        return list(latest.values())
+            if self._forgets.since(ticket, user_id, thread):  # it came while this was stored
+                yield self._forget_again(user_id, thread)
+                continue
+            stored.append(record)
+        if not stored:
+            return []
+        standing = {
+            _identity(h): h
+            for h in (yield self._preferences_of(user_id))
+            if h.thread_id not in self._forgets.threads(ticket, user_id)
+        }
+        found = (standing.get(_identity(r)) for r in stored)
+        return [hit for hit in found if hit is not None]
+
+    def _preferences_of(self, user_id: str) -> IO:
+        """The user's preferences as they now stand (with their histories)."""
+        memory = self.memory
+        request = RecallRequest(
+            query="preferences", user_id=user_id, limit=1, max_preferences=10_000
+        )
+        return IO(
+            lambda: memory.recall(request).preferences,
+            lambda: _preferences(memory.arecall(request)),
+        )
 
     def _add(self, record: MemoryRecord) -> IO:
         memory = self.memory
         return IO(lambda: memory.add(record), lambda: memory.aadd(record))
+
+    def _forget_again(self, user_id: str, thread_id: str) -> IO:
+        memory = self.memory
+        return IO(
+            lambda: memory.forget(user_id, None, thread_id),
+            lambda: memory.aforget(user_id, None, thread_id),
+        )
 
     def _kept(self, records: list[ConversationRecord], ticket: int | None) -> Plan[list[MemoryHit]]:
         """``records`` stored, unless their conversation was forgotten after ``ticket``:
@@ -301,3 +329,59 @@ def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str])
     return IO(
         lambda: extractor.extract(texts, subjects), lambda: extractor.aextract(texts, subjects)
     )
+
+
+#: An imported conversation as :meth:`ConversationWriter.preferences` reads it: what was
+#: said, its thread and its time.
+Stated = tuple[Sequence[Said], str, "datetime | str | None"]
+
+
+def _stated(
+    said: Sequence[Said], user_id: str, thread_id: str, at: datetime | str | None, collection: str
+) -> list[MemoryRecord]:
+    """Every preference the user states in ``said``, secrets masked, as a turn's grade
+    would write it: the user's own lines (unnamed, or named as the user: an export that
+    names every speaker), not another person's in a shared chat."""
+    when = iso(parse_time(at))
+    own = {"", user_id.casefold()}
+    return [
+        MemoryRecord(
+            fact=preference.instruction,
+            question=message.content,
+            answer="",
+            user_id=user_id,
+            metadata={"collection": collection, "thread_id": thread_id, "at": message.at or when},
+            kind=PREFERENCE,
+            key=preference.subject,
+        )
+        for message in masked_said(said)[0]
+        if message.role == "user" and message.name.casefold() in own
+        for preference in preferences_in(message.content)
+    ]
+
+
+def _identity(memory: MemoryRecord | MemoryHit | dict[str, Any]) -> tuple[str, str, str]:
+    """What tells one statement of a preference from another: its subject, words and
+    conversation (not its time: a history imported again without one is dated now)."""
+    if isinstance(memory, MemoryRecord):
+        return memory.key, memory.fact, str(memory.metadata["thread_id"])
+    if isinstance(memory, MemoryHit):
+        return memory.key, memory.text, memory.thread_id
+    return "", str(memory.get("text") or ""), str(memory.get("thread_id") or "")
+
+
+def _identities(held: Sequence[MemoryHit]) -> set[tuple[str, str, str]]:
+    """Every statement of a preference the user's memory holds: the current one on each
+    subject and those in its history."""
+    out = set()
+    for hit in held:
+        out.add(_identity(hit))
+        history = hit.metadata.get("history")
+        for entry in history if isinstance(history, list) else ():
+            if isinstance(entry, dict):
+                out.add((hit.key, *_identity(entry)[1:]))
+    return out
+
+
+async def _preferences(recall: Any) -> list[MemoryHit]:
+    return list((await recall).preferences)
