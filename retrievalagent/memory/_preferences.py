@@ -222,13 +222,13 @@ def _sentences(message: str) -> list[tuple[str, Preference | None]]:
 def find_preference(message: str) -> Preference | None:
     """The last preference stated in ``message`` (one whole sentence each), or None."""
     stated = preferences_in(message)
-    return stated[-1] if stated else None
+    return stated[-1][1] if stated else None
 
 
-def preferences_in(message: str) -> list[Preference]:
-    """Every preference ``message`` states (one whole sentence each), in order: an
+def preferences_in(message: str) -> list[tuple[str, Preference]]:
+    """Every preference ``message`` states, with the sentence stating it, in order: an
     imported message may state several, where a turn's grade keeps one."""
-    return [preference for _, preference in _sentences(message) if preference]
+    return [(sentence, stated) for sentence, stated in _sentences(message) if stated]
 
 
 def stated_preferences(message: str) -> list[Preference] | None:
