@@ -371,6 +371,11 @@ def test_reading_a_mistyped_collection_says_so_and_writes_nothing(
     assert not (data_dir / "hbb").exists()
     kept = invoke(runner, "memory", "list", "ann")  # the real one is untouched
     assert "My bike is a Brompton." in kept.stdout
+    a_file = tmp_path / "afile"
+    a_file.write_text("x")
+    for command in (["list", "ann"], ["search", "Which bike?", "--user", "ann"]):
+        refused = invoke(runner, "memory", *command, "--data-dir", str(a_file))
+        assert refused.exit_code == 1 and "is a file, not a folder" in refused.stderr
 
 
 def test_memory_list_and_search_label_each_memory_with_its_kind_as_json_names_it(

@@ -1356,6 +1356,61 @@ def test_an_import_stopped_before_its_preferences_stores_them_when_run_again(
     assert "Answer in German." in state.memory_context
 
 
+class _StopsAtAPreference(InMemoryStore):
+    """Ctrl-C as the ``stop_at``-th preference is written."""
+
+    def __init__(self, stop_at: int) -> None:
+        super().__init__()
+        self.left = stop_at
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(o, PutOp) and o.namespace[:1] == ("memories",) for o in ops):
+            self.left -= 1
+            if self.left == 0:
+                raise KeyboardInterrupt
+        return super().batch(ops)
+
+
+def _language(rag: Any) -> tuple[str, str, list[tuple[str, str]]]:
+    (held,) = [m for m in rag.list_memories("ann") if m["key"] == "language"]
+    return held["text"], held["at"][:10], [(e["text"], e["at"][:10]) for e in held["history"]]
+
+
+@pytest.mark.parametrize("stop_at", [1, 2, 3])
+def test_a_preference_said_again_later_in_one_conversation_survives_a_stopped_import(
+    build: Callable[..., Any], stop_at: int
+) -> None:
+    """German, then French, then German again: the second German is a statement of its
+    own, not one already held, so an import stopped at any of the three writes and run
+    again ends as an uninterrupted one does; and each preference is reported once (saying
+    "Keep answers short." twice in a row is one statement, as a turn would store it)."""
+    history = [
+        {"role": "user", "content": "Answer in German.", "timestamp": "2026-01-01T09:00:00Z"},
+        {"role": "user", "content": "Answer in French.", "timestamp": "2026-01-02T09:00:00Z"},
+        {"role": "user", "content": "Keep answers short.", "timestamp": "2026-01-02T10:00:00Z"},
+        {"role": "user", "content": "Keep answers short.", "timestamp": "2026-01-02T11:00:00Z"},
+        {"role": "user", "content": "Answer in German.", "timestamp": "2026-01-03T09:00:00Z"},
+    ]
+    whole = build()
+    stored = [m["text"] for m in whole.remember(history, user_id="ann", thread_id="t")]
+    assert sorted(t for t in stored if not t.startswith("user:")) == [
+        "Answer in German.",
+        "Keep answers short.",
+    ]
+    rag = build(memory_store=_StopsAtAPreference(stop_at))
+    with pytest.raises(KeyboardInterrupt):
+        rag.remember(history, user_id="ann", thread_id="t")
+    rag.remember(history, user_id="ann", thread_id="t")
+    assert rag.remember(history, user_id="ann", thread_id="t") == []
+    expected = (
+        "Answer in German.",
+        "2026-01-03",
+        [("Answer in German.", "2026-01-01"), ("Answer in French.", "2026-01-02")],
+    )
+    assert _language(whole) == _language(rag) == expected
+
+
 class _SlowConversations(InMemoryStore):
     """Conversation writes take a while (a slow database)."""
 

@@ -114,6 +114,8 @@ def _keeps_none(collection: str | None, store: str | None, data_dir: Path | None
 
     name = check_collection(collection_name(collection))
     root = Path(Settings.load(data_dir=data_dir).data_dir)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"the data dir {root} is a file, not a folder (--data-dir, RAG_DATA_DIR)")
     if (root / name / "mem0").exists():
         return ""
     kept = sorted(p.parent.name for p in root.glob("*/mem0") if p.is_dir()) if root.is_dir() else []

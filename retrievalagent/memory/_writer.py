@@ -14,6 +14,8 @@ while it was storing (``_Forgets``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -172,21 +174,23 @@ class ConversationWriter:
         stored before); one whose conversation a ``forget`` after ``ticket`` erased is not
         stored, or is erased again should the ``forget`` come while it is stored. Returns
         those stored that now hold their subject."""
-        records = sorted(
-            (
-                r
-                for said, thread_id, at in conversations
-                for r in _stated(said, user_id, thread_id, at, collection)
-            ),
-            key=lambda r: str(r.metadata["at"]),  # stable: as said, within one time
+        records = _restatements_dropped(
+            sorted(
+                (
+                    r
+                    for said, thread_id, at in conversations
+                    for r in _stated(said, user_id, thread_id, at, collection)
+                ),
+                key=lambda r: str(r.metadata["at"]),  # stable: as said, within one time
+            )
         )
         if not records:
             return []
-        held = _identities((yield self._preferences_of(user_id)))
+        held = _statements((yield self._preferences_of(user_id)))
         stored = []
         for record in records:
             thread = str(record.metadata["thread_id"])
-            if _identity(record) in held or self._forgets.since(ticket, user_id, thread):
+            if record.metadata[STATEMENT] in held or self._forgets.since(ticket, user_id, thread):
                 continue
             yield self._add(record)
             if self._forgets.since(ticket, user_id, thread):  # it came while this was stored
@@ -195,12 +199,13 @@ class ConversationWriter:
             stored.append(record)
         if not stored:
             return []
+        forgotten = self._forgets.threads(ticket, user_id)
         standing = {
-            _identity(h): h
+            h.metadata.get(STATEMENT): h
             for h in (yield self._preferences_of(user_id))
-            if h.thread_id not in self._forgets.threads(ticket, user_id)
+            if h.thread_id not in forgotten
         }
-        found = (standing.get(_identity(r)) for r in stored)
+        found = (standing.get(r.metadata[STATEMENT]) for r in stored)
         return [hit for hit in found if hit is not None]
 
     def _preferences_of(self, user_id: str) -> IO:
@@ -336,6 +341,12 @@ def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str])
 Stated = tuple[Sequence[Said], str, "datetime | str | None"]
 
 
+#: Where an imported preference was said, kept with it (``_statement``): what an import
+#: stores is known by it, in any history, however often the words recur (the same
+#: preference said twice in one conversation is two statements).
+STATEMENT = "statement"
+
+
 def _stated(
     said: Sequence[Said], user_id: str, thread_id: str, at: datetime | str | None, collection: str
 ) -> list[MemoryRecord]:
@@ -345,43 +356,58 @@ def _stated(
     it as its question, secrets masked (the sentence alone: masking every message again
     cost an import 6% of its time, for the few that state a preference)."""
     when = iso(parse_time(at))
-    own = {"", user_id.casefold()}
+    own = {"", " ".join(user_id.split()).casefold()}
     return [
         MemoryRecord(
             fact=preference.instruction,
             question=mask_secrets(sentence)[0],
             answer="",
             user_id=user_id,
-            metadata={"collection": collection, "thread_id": thread_id, "at": message.at or when},
+            metadata={
+                "collection": collection,
+                "thread_id": thread_id,
+                "at": message.at or when,
+                STATEMENT: _statement(thread_id, message.id or place, order, sentence),
+            },
             kind=PREFERENCE,
             key=preference.subject,
         )
-        for message in said
+        for place, message in enumerate(said)
         if message.role == "user" and message.name.casefold() in own
-        for sentence, preference in preferences_in(message.content)
+        for order, (sentence, preference) in enumerate(preferences_in(message.content))
     ]
 
 
-def _identity(memory: MemoryRecord | MemoryHit | dict[str, Any]) -> tuple[str, str, str]:
-    """What tells one statement of a preference from another: its subject, words and
-    conversation (not its time: a history imported again without one is dated now)."""
-    if isinstance(memory, MemoryRecord):
-        return memory.key, memory.fact, str(memory.metadata["thread_id"])
-    if isinstance(memory, MemoryHit):
-        return memory.key, memory.text, memory.thread_id
-    return "", str(memory.get("text") or ""), str(memory.get("thread_id") or "")
+def _statement(thread_id: str, message: str | int, order: int, sentence: str) -> str:
+    """A statement's ``STATEMENT``: its conversation, its message (by id, else by place in
+    what was imported) and sentence, and its words (two imports of one thread that number
+    their messages alike are told apart by what they say, as their exchanges are)."""
+    digest = hashlib.sha256(json.dumps([thread_id, message, order, sentence]).encode())
+    return f"s{digest.hexdigest()[:32]}"
 
 
-def _identities(held: Sequence[MemoryHit]) -> set[tuple[str, str, str]]:
-    """Every statement of a preference the user's memory holds: the current one on each
-    subject and those in its history."""
-    out = set()
+def _restatements_dropped(records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """``records`` (in the order said) without one that says again, in the same
+    conversation, what the one before it on its subject said: a turn does not store a
+    preference it already holds from that conversation, and a backend keeps one such
+    statement only (the second would replace the first, which then stood nowhere)."""
+    last: dict[str, tuple[str, str]] = {}
+    out = []
+    for record in records:
+        said = (record.fact, str(record.metadata["thread_id"]))
+        if last.get(record.key) != said:
+            out.append(record)
+        last[record.key] = said
+    return out
+
+
+def _statements(held: Sequence[MemoryHit]) -> set[str]:
+    """Where every preference the user's memory holds was said, as ``STATEMENT`` records
+    it (an imported one): the current one on each subject and those in its history."""
+    out: set[str] = set()
     for hit in held:
-        out.add(_identity(hit))
-        history = hit.metadata.get("history")
-        for entry in history if isinstance(history, list) else ():
-            if isinstance(entry, dict):
-                out.add((hit.key, *_identity(entry)[1:]))
+        entries = [hit.metadata, *(hit.metadata.get("history") or [])]
+        out.update(str(e[STATEMENT]) for e in entries if isinstance(e, dict) and e.get(STATEMENT))
     return out
 
 
