@@ -1411,6 +1411,31 @@ def test_a_preference_said_again_later_in_one_conversation_survives_a_stopped_im
     assert _language(whole) == _language(rag) == expected
 
 
+@pytest.mark.parametrize("kind", ["store", "postgres", "memory"])
+def test_importing_an_undated_history_again_changes_nothing(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """German, French, German, French with no times: each statement stands in the
+    preference it led to (a history drops an entry whose words a newer one repeats), so
+    importing the history again finds every one held, reports nothing and leaves French
+    current (it flipped to German and back on each import), also imported with no time
+    (dated now); the grown export of the thread, German again at its end, is news."""
+    rag = build(kind)
+    said = ["Answer in German.", "Answer in French.", "Answer in German.", "Answer in French."]
+    history = [{"role": "user", "content": text} for text in said]
+    first = rag.remember(history, user_id="ann", thread_id="t", at="2026-01-05T09:00:00Z")
+    assert [m["text"] for m in first if m["kind"] == "preference"] == ["Answer in French."]
+    before = _language(rag)
+    for _ in range(3):
+        assert rag.remember(history, user_id="ann", thread_id="t", at="2026-01-05T09:00:00Z") == []
+        assert rag.remember(history, user_id="ann", thread_id="t") == []  # dated now
+        assert _language(rag) == before
+    grown = [*history, {"role": "user", "content": "Answer in German."}]
+    stored = rag.remember(grown, user_id="ann", thread_id="t", at="2026-01-06T09:00:00Z")
+    assert [m["text"] for m in stored if m["kind"] == "preference"] == ["Answer in German."]
+    assert _language(rag)[:2] == ("Answer in German.", "2026-01-06")
+
+
 class _SlowConversations(InMemoryStore):
     """Conversation writes take a while (a slow database)."""
 

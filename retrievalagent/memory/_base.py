@@ -74,6 +74,7 @@ __all__ = [
     "recall_text",
     "replaced_facts",
     "said_earlier",
+    "statements_after",
     "user_id_from_config",
 ]
 
@@ -649,6 +650,21 @@ def preference_written(
     if held is not None and said_earlier(str(new.get("at") or ""), held):
         return True, history_with_entry(held.get("history") or [], {**new, "text": text})
     return False, preference_history(held, text, _thread_of(new))
+
+
+def statements_after(held: Mapping[str, Any] | None, new: Mapping[str, Any]) -> builtins.list[str]:
+    """The statements (``statement``: where an imported preference was said) a preference
+    written over ``held`` stands for: its own and all ``held`` stood for. Its history drops
+    an older entry with the words and conversation of a newer one, and a statement that
+    stood nowhere would be imported again, over what was said after it."""
+    out = {*_statements_of(held or {}), *_statements_of(new)}
+    return sorted(out)
+
+
+def _statements_of(value: Mapping[str, Any]) -> builtins.list[str]:
+    many = value.get("statements")
+    found = [*(many if isinstance(many, list) else []), value.get("statement")]
+    return [str(s) for s in found if isinstance(s, str) and s]
 
 
 @dataclass(frozen=True)

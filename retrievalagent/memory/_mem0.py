@@ -42,6 +42,7 @@ from retrievalagent.memory._base import (
     preference_written,
     recall_of,
     recall_text,
+    statements_after,
 )
 from retrievalagent.memory._conversations import latest_forms
 from retrievalagent.memory._hybrid import memory_fuser, rank_pool
@@ -467,6 +468,8 @@ class Mem0Backend(PlannedBackend):
                 yield from self._rewrite_history(record.user_id, {older[0].id: history})
                 return
             metadata["history"] = history
+            if statements := statements_after(held, metadata):
+                metadata["statements"] = statements
         kwargs: dict[str, Any] = {"user_id": user, "metadata": metadata}
         if self._accepts_infer:
             # a preference is an instruction already checked ("Answer in German."): stored

@@ -62,6 +62,7 @@ from retrievalagent.memory._base import (
     recall_text,
     said_earlier,
     said_until,
+    statements_after,
 )
 from retrievalagent.memory._conversations import found_by, latest_forms
 from retrievalagent.memory._hybrid import (
@@ -638,9 +639,12 @@ class StoreBackend(PlannedBackend):
             [older] = yield self._batch([GetOp(ns, key)])
             held = older.value if _in_namespace(older, ns) else None
             joins, history = preference_written(held, value, record.fact)
+            statements = statements_after(held, value)
             value = (
                 {**held, "history": history} if joins and held else {**value, "history": history}
             )
+            if statements:
+                value["statements"] = statements
         ops: list[Any] = []
         if self.indexed:
             ops.append(PutOp(ns, key, value, index=self._memory_index))

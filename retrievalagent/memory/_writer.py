@@ -30,6 +30,7 @@ from retrievalagent.memory._base import (
     MemoryRecord,
     RecallRequest,
     history_threads,
+    statements_after,
 )
 from retrievalagent.memory._conversations import (
     ConversationRecord,
@@ -367,7 +368,7 @@ def _stated(
                 "collection": collection,
                 "thread_id": thread_id,
                 "at": message.at or when,
-                STATEMENT: _statement(thread_id, message.id or place, order, sentence),
+                STATEMENT: _statement(thread_id, place, order, sentence),
             },
             kind=PREFERENCE,
             key=preference.subject,
@@ -378,12 +379,13 @@ def _stated(
     ]
 
 
-def _statement(thread_id: str, message: str | int, order: int, sentence: str) -> str:
-    """A statement's ``STATEMENT``: its conversation, its message (by id, else by place in
-    what was imported) and sentence, and its words (two imports of one thread that number
-    their messages alike are told apart by what they say, as their exchanges are)."""
-    digest = hashlib.sha256(json.dumps([thread_id, message, order, sentence]).encode())
-    return f"s{digest.hexdigest()[:32]}"
+def _statement(thread_id: str, place: int, order: int, sentence: str) -> str:
+    """A statement's ``STATEMENT``: its conversation, then a digest of its place in what
+    was imported, its sentence's order and its words. Not its time, nor its message's id:
+    as an exchange is, it is the same statement imported again with another time, or
+    from an export that gives ids after one that did not."""
+    digest = hashlib.sha256(json.dumps([thread_id, place, order, sentence]).encode())
+    return f"{thread_id}/{digest.hexdigest()[:32]}"
 
 
 def _restatements_dropped(records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
@@ -402,12 +404,18 @@ def _restatements_dropped(records: Sequence[MemoryRecord]) -> list[MemoryRecord]
 
 
 def _statements(held: Sequence[MemoryHit]) -> set[str]:
-    """Where every preference the user's memory holds was said, as ``STATEMENT`` records
-    it (an imported one): the current one on each subject and those in its history."""
+    """The statements (``STATEMENT``) the user's preferences stand for: each current one
+    and its history, of the conversations they still hold (a ``forget`` of one takes its
+    words from every history, so what was said there is imported again if asked)."""
     out: set[str] = set()
     for hit in held:
-        entries = [hit.metadata, *(hit.metadata.get("history") or [])]
-        out.update(str(e[STATEMENT]) for e in entries if isinstance(e, dict) and e.get(STATEMENT))
+        entries = [
+            hit.metadata,
+            *(e for e in hit.metadata.get("history") or [] if isinstance(e, dict)),
+        ]
+        threads = {hit.thread_id, *(str(e.get("thread_id") or "") for e in entries)}
+        for entry in entries:
+            out.update(s for s in statements_after(None, entry) if s.rpartition("/")[0] in threads)
     return out
 
 
