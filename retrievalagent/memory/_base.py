@@ -157,6 +157,7 @@ class RecallRequest:
 
     query: str
     user_id: str
+    #: Most facts (0: none is searched for, as when only the preferences are wanted).
     limit: int
     keys: tuple[str, ...] = ()
     max_preferences: int = 20

@@ -348,7 +348,8 @@ class Mem0Backend(PlannedBackend):
         # One similarity search serves facts and conversation memory alike (mem0 embeds
         # the question once); it reaches deep enough for the conversation pool.
         depth = max(request.limit, _POOL + request.limit if request.conversations > 0 else 0)
-        steps = [self._similar_to(request.query, {"user_id": user}, depth)]
+        # nothing to search for (only the preferences are wanted): mem0 embeds no question
+        steps = [self._similar_to(request.query, {"user_id": user}, depth)] if depth else []
         if request.max_preferences > 0:
             steps.append(self._get_all(user, kind=PREFERENCE))
         if request.keys:
@@ -369,7 +370,7 @@ class Mem0Backend(PlannedBackend):
             naming = {"user_id": user, "kind": CONVERSATION, **holding}
             steps.append(self._similar_to(request.query, naming, _NAMED_POOL))
         results = iter((yield all_of(steps)))
-        similar = self._hits(next(results), user, "similarity")
+        similar = self._hits(next(results), user, "similarity") if depth else []
         preferences = (
             self._hits(next(results), user, "preference") if request.max_preferences > 0 else []
         )

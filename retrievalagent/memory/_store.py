@@ -398,11 +398,12 @@ class StoreBackend(PlannedBackend):
     def _recall(self, request: RecallRequest) -> Plan[Recall]:
         ns = self.namespace(request.user_id)
         alias_keys = [f"alias:{k}" for k in request.keys]
-        listing = (
-            SearchOp(ns, query=request.query, limit=request.limit)
-            if self.indexed
-            else SearchOp(ns, limit=self._listing_limit)
-        )
+        if request.limit <= 0:  # no facts wanted: nothing listed, no question embedded
+            listing = SearchOp(ns, limit=0)
+        elif self.indexed:
+            listing = SearchOp(ns, query=request.query, limit=request.limit)
+        else:
+            listing = SearchOp(ns, limit=self._listing_limit)
         preferences = SearchOp(
             ns, filter={"kind": PREFERENCE}, limit=max(1, request.max_preferences) * 4
         )
