@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -50,13 +50,13 @@ from retrievalagent.memory import (
     BackgroundWrites,
     ConversationRecord,
     ConversationWriter,
+    Imported,
     Mem0Backend,
     MemoryBackend,
     MemoryHit,
     MemoryReader,
     RecallRequest,
     Said,
-    Stated,
     StoreBackend,
     earliest,
     memory_info,
@@ -118,18 +118,7 @@ class _LeftOut(enum.Enum):
 _LEFT_OUT: Final = _LeftOut.LEFT_OUT
 
 
-class _Import(NamedTuple):
-    """One conversation of an import, checked: what was said, where and when, and the keys
-    of the exchanges it is the first of the import to hold."""
-
-    said: list[Said]
-    where: dict[str, Any]
-    keys: set[str]
-    #: keys of its messages nothing reads (``unread_keys``), warned of by the caller
-    unread: list[str]
-
-
-def _warn_unread(imports: list[_Import]) -> None:
+def _warn_unread(imports: list[Imported]) -> None:
     """One warning naming the message keys an import does not read, at its caller's line
     (``remember`` and the like call this: the warning points past them)."""
     unread = [key for item in imports for key in item.unread]
@@ -137,26 +126,10 @@ def _warn_unread(imports: list[_Import]) -> None:
         warnings.warn(unread_warning(unread), UserWarning, stacklevel=3)
 
 
-def _with_news(imports: list[_Import], stored: Sequence[MemoryHit]) -> list[_Import]:
-    """The conversations of an import that stored something new: facts are drawn from
-    those only, so importing a history again, or a copy of a conversation, asks the model
-    nothing."""
-    # an exchange's key is a store item's id, and mem0 keeps it as ``memory_key``
-    news = {str(hit.metadata.get("memory_key") or hit.id) for hit in stored}
-    return [item for item in imports if item.keys & news]
-
-
 def _stored_infos(stored: Sequence[MemoryHit]) -> list[MemoryInfo]:
     """What ``remember`` reports stored: not the current fact an older one joined (as its
     history), which was there before."""
     return [memory_info(h) for h in stored if h.matched != JOINED]
-
-
-def _stated(imports: list[_Import]) -> list[Stated]:
-    """An import's conversations as the preference step reads them (every one: a
-    preference is checked against what is held, so one an import stopped before is
-    stored when it is run again, though its exchanges are not new then)."""
-    return [(item.said, item.where["thread_id"], item.where["at"]) for item in imports]
 
 
 def _conversation_parts(conversation: Any, place: int) -> tuple[Any, Any, Any]:
@@ -968,16 +941,16 @@ class RetrievalAgent:
 
     def _one_history(
         self, messages: Any, user_id: str, thread_id: str | None, at: Any
-    ) -> tuple[ConversationWriter, list[_Import], list[list[ConversationRecord]]]:
+    ) -> tuple[ConversationWriter, list[Imported], list[list[ConversationRecord]]]:
         """:meth:`remember`'s conversation, checked, as an import of one."""
         writer, said, where = self._history(messages, user_id, thread_id, at)
         records = writer.exchanges(said, **where)
         keys = {r.key for r in records}
-        return writer, [_Import(said, where, keys, unread_keys(messages))], [records]
+        return writer, [Imported(said, where, keys, unread_keys(messages))], [records]
 
     def _histories(
         self, conversations: Iterable[Any], user_id: str
-    ) -> tuple[ConversationWriter, list[_Import], list[list[ConversationRecord]]]:
+    ) -> tuple[ConversationWriter, list[Imported], list[list[ConversationRecord]]]:
         """Every conversation of :meth:`remember_many` checked (a bad one names its place and
         stops the call before anything is stored), and their exchanges in chunks of
         ``_REMEMBER_CHUNK``, each chunk one embedding call and one write."""
@@ -990,7 +963,7 @@ class RetrievalAgent:
                 f"{type(conversations).__name__}: each a list of messages or a dict with "
                 '"messages" (and optionally "thread_id" and "at")'
             )
-        imports: list[_Import] = []
+        imports: list[Imported] = []
         records: list[ConversationRecord] = []
         held: set[str] = set()
         for place, conversation in enumerate(conversations):
@@ -1004,7 +977,7 @@ class RetrievalAgent:
             held.update(fresh)
             records += fresh.values()
             unread = [f"conversations[{place}] {key}" for key in unread_keys(messages)]
-            imports.append(_Import(said, where, set(fresh), unread))
+            imports.append(Imported(said, where, set(fresh), unread))
         # two conversations of one thread at one time follow each other in the order given,
         # as when remembered one by one: their places count on (recall reads what was said
         # just before an exchange by its place)
@@ -1021,37 +994,19 @@ class RetrievalAgent:
     def _store_imports(
         self,
         writer: ConversationWriter,
-        imports: list[_Import],
+        imports: list[Imported],
         chunks: list[list[ConversationRecord]],
     ) -> list[MemoryInfo]:
-        """Write an import's exchanges and the preferences stated in it, then draw facts
-        from its conversations with news (importing a history again stores nothing new)."""
-        ticket = writer.ticket()
-        stored = [hit for chunk in chunks for hit in writer.store_now(chunk)]
-        stored += writer.store_preferences(_stated(imports), **self._learning(imports, ticket))
-        for item in _with_news(imports, stored):
-            stored += writer.store_facts(item.said, **item.where)
-        return _stored_infos(stored)
+        return _stored_infos(writer.store_import(chunks, imports, self.collection))
 
     async def _astore_imports(
         self,
         writer: ConversationWriter,
-        imports: list[_Import],
+        imports: list[Imported],
         chunks: list[list[ConversationRecord]],
     ) -> list[MemoryInfo]:
-        ticket = writer.ticket()
-        stored = [hit for chunk in chunks for hit in await writer.astore_now(chunk)]
-        stored += await writer.astore_preferences(
-            _stated(imports), **self._learning(imports, ticket)
-        )
-        for item in _with_news(imports, stored):
-            stored += await writer.astore_facts(item.said, **item.where)
+        stored = await writer.astore_import(chunks, imports, self.collection)
         return _stored_infos(stored)
-
-    def _learning(self, imports: list[_Import], ticket: int) -> dict[str, Any]:
-        """Whose preferences an import teaches, for which collection, since when."""
-        user = imports[0].where["user_id"] if imports else ""
-        return {"user_id": user, "collection": self._components.collection, "ticket": ticket}
 
     def remember_many(self, conversations: Iterable[Any], *, user_id: str) -> list[MemoryInfo]:
         """:meth:`remember` for many conversations of ``user_id`` at once: the way to import

@@ -36,6 +36,7 @@ from retrievalagent.memory import (
     MESSAGE_KEYS,
     OPENAI_MESSAGE_KEYS,
     Said,
+    embedded_mem0_path,
     parse_time,
     responses_item,
     said_of,
@@ -116,9 +117,10 @@ def _keeps_none(collection: str | None, store: str | None, data_dir: Path | None
     root = Path(Settings.load(data_dir=data_dir).data_dir)
     if root.exists() and not root.is_dir():
         raise ConfigError(f"the data dir {root} is a file, not a folder (--data-dir, RAG_DATA_DIR)")
-    if (root / name / "mem0").exists():
+    if embedded_mem0_path(root, name).exists():
         return ""
-    kept = sorted(p.parent.name for p in root.glob("*/mem0") if p.is_dir()) if root.is_dir() else []
+    others = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    kept = [other for other in others if embedded_mem0_path(root, other).is_dir()]
     where = f"collections with memories there: {', '.join(kept)}" if kept else "none has any"
     return f"collection {name!r} keeps no memories in {root} ({where})"
 

@@ -39,7 +39,7 @@ from retrievalagent.memory._conversations import (
     unread_keys,
     unread_warning,
 )
-from retrievalagent.memory._embedded import embedded_mem0, prepare_mem0_import
+from retrievalagent.memory._embedded import embedded_mem0, embedded_mem0_path, prepare_mem0_import
 from retrievalagent.memory._extract import ExtractedFact, FactExtractor
 from retrievalagent.memory._keys import alias_key, typed_alias
 from retrievalagent.memory._mem0 import Mem0Backend
@@ -47,7 +47,7 @@ from retrievalagent.memory._preferences import Preference, find_preference
 from retrievalagent.memory._recall import MemoryReader, ReadPolicy, ReadResult, alias_of
 from retrievalagent.memory._store import StoreBackend
 from retrievalagent.memory._temporal import dated_line, iso, parse_time
-from retrievalagent.memory._writer import ConversationWriter, Stated
+from retrievalagent.memory._writer import ConversationWriter, Imported
 
 __all__ = [
     "CONVERSATION",
@@ -62,6 +62,7 @@ __all__ = [
     "ConversationWriter",
     "ExtractedFact",
     "FactExtractor",
+    "Imported",
     "Mem0Backend",
     "MemoryBackend",
     "MemoryHit",
@@ -73,13 +74,13 @@ __all__ = [
     "Recall",
     "RecallRequest",
     "Said",
-    "Stated",
     "StoreBackend",
     "alias_key",
     "alias_of",
     "dated_line",
     "earliest",
     "embedded_mem0",
+    "embedded_mem0_path",
     "find_preference",
     "iso",
     "kind_of",

@@ -30,6 +30,7 @@ __all__ = [
     "EmbeddedMem0Backend",
     "close_embedded_at_exit",
     "embedded_mem0",
+    "embedded_mem0_path",
     "offline_mem0_config",
     "prepare_mem0_import",
 ]
@@ -166,6 +167,11 @@ def offline_mem0_config(
     }
 
 
+def embedded_mem0_path(data_dir: Path, collection: str) -> Path:
+    """Where ``memory=True`` keeps a collection's memories under ``data_dir``."""
+    return data_dir / collection / "mem0"
+
+
 def embedded_mem0(
     data_dir: Path,
     collection: str,
@@ -177,7 +183,7 @@ def embedded_mem0(
     """The embedded mem0 for ``collection`` (one per data dir and process); ``close()`` the
     returned backend when done with it. Conversation memory goes through mem0's own
     extraction when the agent has a model, as raw exchanges when it has none."""
-    root = data_dir / collection / "mem0"
+    root = embedded_mem0_path(data_dir, collection)
     key = str(root.resolve())
     with _lock:
         shared = _instances.get(key)

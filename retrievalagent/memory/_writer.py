@@ -20,7 +20,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from retrievalagent.memory._base import (
     CONVERSATION,
@@ -47,7 +47,20 @@ from retrievalagent.memory._preferences import preferences_in
 from retrievalagent.memory._secrets import mask_secrets
 from retrievalagent.memory._temporal import iso, parse_time
 
-__all__ = ["ConversationWriter", "Stated"]
+__all__ = ["ConversationWriter", "Imported"]
+
+
+class Imported(NamedTuple):
+    """One conversation of an import, checked: what was said, where and when
+    (``user_id``, ``thread_id``, ``at``, ``title``), the keys of the exchanges it is the
+    first of the import to hold, and the keys of its messages nothing reads (warned of by
+    the caller)."""
+
+    said: list[Said]
+    where: dict[str, Any]
+    keys: set[str]
+    unread: Sequence[str] = ()
+
 
 #: User messages shown to the extractor in one call (a long import takes several).
 _MESSAGES_PER_CALL = 20
@@ -136,12 +149,12 @@ class ConversationWriter:
     def store_now(
         self, records: list[ConversationRecord], ticket: int | None = None
     ) -> list[MemoryHit]:
-        return run(self._kept(records, ticket))
+        return run(self.kept(records, ticket))
 
     async def astore_now(
         self, records: list[ConversationRecord], ticket: int | None = None
     ) -> list[MemoryHit]:
-        return await arun(self._kept(records, ticket))
+        return await arun(self.kept(records, ticket))
 
     def store_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
         """Run :meth:`facts` with blocking calls."""
@@ -150,25 +163,55 @@ class ConversationWriter:
     async def astore_facts(self, said: Sequence[Said], **where: Any) -> list[MemoryHit]:
         return await arun(self.facts(said, **where))
 
-    def store_preferences(
-        self, conversations: Sequence[Stated], *, user_id: str, collection: str, ticket: int
+    def store_import(
+        self,
+        chunks: Sequence[list[ConversationRecord]],
+        conversations: Sequence[Imported],
+        collection: str,
     ) -> list[MemoryHit]:
-        """Run :meth:`preferences` with blocking calls."""
-        return run(self.preferences(conversations, user_id, collection, ticket))
+        """Run :meth:`imported` with blocking calls."""
+        return run(self.imported(chunks, conversations, collection))
 
-    async def astore_preferences(
-        self, conversations: Sequence[Stated], *, user_id: str, collection: str, ticket: int
+    async def astore_import(
+        self,
+        chunks: Sequence[list[ConversationRecord]],
+        conversations: Sequence[Imported],
+        collection: str,
     ) -> list[MemoryHit]:
-        return await arun(self.preferences(conversations, user_id, collection, ticket))
+        return await arun(self.imported(chunks, conversations, collection))
+
+    def imported(
+        self,
+        chunks: Sequence[list[ConversationRecord]],
+        conversations: Sequence[Imported],
+        collection: str,
+    ) -> Plan[list[MemoryHit]]:
+        """An import (``remember``): its exchanges (``chunks``, a write each), the
+        preferences stated in its conversations, then the facts of those that stored
+        something new: importing a history again, or a copy of a conversation, asks the
+        model nothing."""
+        ticket = self.ticket()
+        stored: list[MemoryHit] = []
+        for chunk in chunks:
+            stored += yield from self.kept(chunk)
+        if conversations:
+            user = conversations[0].where["user_id"]
+            stored += yield from self.preferences(conversations, user, collection, ticket)
+        # an exchange's key is a store item's id, and mem0 keeps it as ``memory_key``
+        news = {str(hit.metadata.get("memory_key") or hit.id) for hit in stored}
+        for conversation in conversations:
+            if conversation.keys & news:
+                stored += yield from self.facts(conversation.said, **conversation.where)
+        return stored
 
     def preferences(
-        self, conversations: Sequence[Stated], user_id: str, collection: str, ticket: int
+        self, conversations: Sequence[Imported], user_id: str, collection: str, ticket: int
     ) -> Plan[list[MemoryHit]]:
         """The preferences the user stated in imported conversations ("I prefer answers in
         German."), stored as the turns they record would have stored them: each in the
         order said, dated by its message, so an earlier one on a subject is in the later
         one's history, and one said before the preference held joins that one's history
-        (the backend tells by ``at``). Each conversation is ``(said, thread_id, at)``.
+        (the backend tells by ``at``).
 
         One already held, current or in a history, is not stored again, so an import
         stopped halfway stores the rest when run again (which draws facts from nothing it
@@ -179,8 +222,10 @@ class ConversationWriter:
             sorted(
                 (
                     r
-                    for said, thread_id, at in conversations
-                    for r in _stated(said, user_id, thread_id, at, collection)
+                    for c in conversations
+                    for r in _stated(
+                        c.said, user_id, c.where["thread_id"], c.where["at"], collection
+                    )
                 ),
                 key=lambda r: str(r.metadata["at"]),  # stable: as said, within one time
             )
@@ -212,9 +257,7 @@ class ConversationWriter:
     def _preferences_of(self, user_id: str) -> IO:
         """The user's preferences as they now stand (with their histories)."""
         memory = self.memory
-        request = RecallRequest(
-            query="preferences", user_id=user_id, limit=1, max_preferences=10_000
-        )
+        request = RecallRequest(query="", user_id=user_id, limit=0, max_preferences=10_000)
         return IO(
             lambda: memory.recall(request).preferences,
             lambda: _preferences(memory.arecall(request)),
@@ -231,7 +274,9 @@ class ConversationWriter:
             lambda: memory.aforget(user_id, None, thread_id),
         )
 
-    def _kept(self, records: list[ConversationRecord], ticket: int | None) -> Plan[list[MemoryHit]]:
+    def kept(
+        self, records: list[ConversationRecord], ticket: int | None = None
+    ) -> Plan[list[MemoryHit]]:
         """``records`` stored, unless their conversation was forgotten after ``ticket``:
         then nothing is, and what this write stored while the ``forget`` ran is taken
         back (the ``forget`` erased what was there before it)."""
@@ -279,7 +324,7 @@ class ConversationWriter:
         said, title = masked_said(said)[0], mask_secrets(title)[0]
         if self.extractor is None:  # the backend extracts: hand it the user's messages
             records = [self._for_backend(said, user_id, thread_id, at, title)]
-            return list((yield from self._kept(records, ticket)))
+            return list((yield from self.kept(records, ticket)))
         extractor, memory, when = self.extractor, self.memory, iso(parse_time(at))
         known = yield IO(lambda: memory.facts_about(user_id), lambda: memory.afacts_about(user_id))
         subjects = list(dict.fromkeys(str(h.metadata.get("subject") or "") for h in known))
@@ -308,7 +353,7 @@ class ConversationWriter:
                 for fact in checked_facts(found, texts)
             ]
             if records:
-                stored += yield from self._kept(records, ticket)
+                stored += yield from self.kept(records, ticket)
                 subjects += [r.subject for r in records if r.subject not in subjects]
         return [h for h in stored if h.kind == CONVERSATION]
 
@@ -335,11 +380,6 @@ def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str])
     return IO(
         lambda: extractor.extract(texts, subjects), lambda: extractor.aextract(texts, subjects)
     )
-
-
-#: An imported conversation as :meth:`ConversationWriter.preferences` reads it: what was
-#: said, its thread and its time.
-Stated = tuple[Sequence[Said], str, "datetime | str | None"]
 
 
 #: Where an imported preference was said, kept with it (``_statement``): what an import
