@@ -707,7 +707,7 @@ def found_by(text: str, form: Any, subject: Any) -> str:
     """What a memory is searched by (its words, and what is embedded of it): a fact's
     subject leads its own words. A later question names the thing ("How should I upgrade
     my database?") where the fact names what it is ("Runs PostgreSQL 13 on Debian 11."),
-    and the small embedder puts the two 0.16 apart; the subject the model gave the fact
+    and the small embedder finds the two only 0.16 similar; the subject the model gave the fact
     ("database") is the word that links them."""
     if form != "fact" or not isinstance(subject, str) or not subject.strip():
         return text
