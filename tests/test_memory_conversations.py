@@ -142,11 +142,12 @@ def memory_of(request: pytest.FixtureRequest, tmp_path: Path, minilm: Any) -> Ca
 def build(memory_of: Callable[..., Any], make_agent: Callable[..., Any]) -> Callable[..., Any]:
     """An agent over PG_DOCS with the named memory backend."""
 
-    def factory(kind: str = "store", **kwargs: Any) -> Any:
+    def factory(kind: str = "store", docs: list[str] = PG_DOCS, **kwargs: Any) -> Any:
         if not any(k in kwargs for k in ("memory_store", "mem0_memory", "memory")):
             kwargs.update(memory_of(kind))
         rag = make_agent("conv", **kwargs)
-        rag.add_documents(PG_DOCS)
+        if docs:
+            rag.add_documents(docs)
         return rag
 
     return factory
@@ -207,6 +208,48 @@ async def test_the_postgresql_13_example_offline_async(
     abuild: Callable[..., Any], kind: str
 ) -> None:
     rag = await abuild(kind)
+    before = datetime.now(timezone.utc)
+    await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
+    second = await rag.ainvoke(FOLLOW_UP, cfg("alice", "t2"))
+    check_example(second, await rag.alist_memories("alice"), before)
+    assert (await rag.adrain_background(10))["failed"] == 0
+
+
+#: Documents that say nothing of databases: the offline reply to the statement then names
+#: none either, and only the statement itself can link it to the follow-up.
+OTHER_DOCS = [
+    "# Sourdough\nFeed the starter twice a day; dry a thin layer on parchment to keep a spare.",
+    "# Ovens\nTo update the oven's firmware, hold the light button until it beeps twice.",
+]
+
+
+@pytest.mark.parametrize("docs", [OTHER_DOCS, []], ids=["other-docs", "no-docs"])
+@pytest.mark.parametrize("kind", SYNC_BACKENDS)
+def test_the_example_offline_whatever_the_documents_say(
+    build: Callable[..., Any], kind: str, docs: list[str]
+) -> None:
+    """The follow-up names the kind ("my database"), the statement the name ("PostgreSQL
+    13"): they share no word, and the packaged embedder finds them no closer than the
+    question and a car. Before names were searched by their kind too, the example worked
+    offline only over documents whose quoted answer said "database"."""
+    rag = build(kind, docs=docs)
+    before = datetime.now(timezone.utc)
+    rag.invoke(STATEMENT, cfg("alice", "t1"))
+    rag.invoke("My car is a 2012 Honda Civic and the brakes squeak.", cfg("alice", "t3"))
+    second = rag.invoke(FOLLOW_UP, cfg("alice", "t2"))
+    check_example(second, rag.list_memories("alice"), before)
+    assert not any("Civic" in line for line in conversation_lines(second.memory_context))
+    for question in ("What OS is my server on?", "Which Postgres release am I on?"):
+        hits = rag.recall(question, user_id="alice", k=1)
+        assert hits and SAID in hits[0]["text"], (question, hits)
+    assert rag.recall(FOLLOW_UP, user_id="bob") == []  # and only alice's
+
+
+@pytest.mark.parametrize("kind", ["postgres_async", "mem0_async"])
+async def test_the_example_offline_whatever_the_documents_say_async(
+    abuild: Callable[..., Any], kind: str
+) -> None:
+    rag = await abuild(kind, docs=OTHER_DOCS)
     before = datetime.now(timezone.utc)
     await rag.ainvoke(STATEMENT, cfg("alice", "t1"))
     second = await rag.ainvoke(FOLLOW_UP, cfg("alice", "t2"))

@@ -47,6 +47,7 @@ import numpy as np
 
 from retrievalagent.index import Hit, LexicalEncoder
 from retrievalagent.memory._conversations import found_by
+from retrievalagent.memory._kinds import kinds_named
 from retrievalagent.retrieval import Fuser, make_fuser
 
 __all__ = [
@@ -264,9 +265,8 @@ class UserIndex:
             self._compact_if_sparse()
         text = str(value.get("text") or "")
         row = len(self._rows.keys)
-        sparse = self.encoder.encode_document(
-            found_by(text, value.get("form"), value.get("subject"))
-        )
+        searched = found_by(text, value.get("form"), value.get("subject"))
+        sparse = self.encoder.encode_document(f"{searched} {kinds_named(text)}".rstrip())
         terms = dict(zip(sparse.indices, sparse.values, strict=True))
         self._append_vector(row, vector)
         if parts is not None and parts.ndim == 2 and len(parts):

@@ -40,6 +40,7 @@ from retrievalagent.memory._base import (
 )
 from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
+from retrievalagent.memory._kinds import kinds_named
 from retrievalagent.memory._preferences import stated_preferences
 from retrievalagent.memory._temporal import dated_line, iso, parse_time, time_ref, timestamp
 
@@ -296,7 +297,8 @@ class MemoryReader:
         wanted = set(self.encoder.query_terms(question)) if question else set()
 
         def bears(sentence: str) -> int:
-            return len(wanted.intersection(self.encoder.query_terms(sentence)))
+            searched = f"{sentence} {kinds_named(sentence)}"
+            return len(wanted.intersection(self.encoder.query_terms(searched)))
 
         bar = _bar(said[: _CANDIDATES * policy.conversation_limit], policy)
         relevant = [h for h in _standout_first(said) if h.in_window or _alone(h) >= bar]
