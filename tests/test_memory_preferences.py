@@ -360,6 +360,32 @@ def test_offline_a_changed_preference_replaces_the_old_one_however_it_is_worded(
         assert kept == [f"Answer in {language}."], statement
 
 
+@pytest.mark.parametrize(
+    ("message", "language"),
+    [
+        ("I prefer answers in German. Actually, English.", "English"),
+        ("Answer in French. No wait, make that Spanish please!", "Spanish"),
+        ("Reply in German. Sorry, I mean Italian.", "Italian"),
+        ("I prefer answers in German. Actually, thanks.", "German"),  # no language: kept
+    ],
+)
+def test_offline_a_preference_corrected_in_the_same_message_keeps_the_correction(
+    make_agent: Callable[..., Any], message: str, language: str
+) -> None:
+    """Before, "Actually, English." was not a whole preference sentence, so the German
+    said just before it was stored and applied to every later turn."""
+    rag = make_agent("offline-correction", memory_store=InMemoryStore())
+    rag.invoke(message, cfg("gus"))
+    later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+    assert later.memory_context.endswith(f"- Answer in {language}."), later.memory_context
+    kept = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+    assert kept == [f"Answer in {language}."]
+    # and the same message in an imported history
+    rag.remember([{"role": "user", "content": message}], user_id="ida", thread_id="old")
+    kept = [m["text"] for m in rag.list_memories("ida") if m["kind"] == "preference"]
+    assert kept == [f"Answer in {language}."]
+
+
 # Every example sentence of the offline rules table in docs/memory.md, and what the answer
 # prompt of the user's next turn must then carry.
 DOCUMENTED_EXAMPLES = {

@@ -199,6 +199,39 @@ _SUBJECTS = (
 )
 
 
+#: A sentence that only changes the value of the preference stated just before it, in the
+#: same message: "I prefer answers in German. Actually, English." A lead word that takes
+#: the earlier words back is required: "German. English." says nothing clear.
+_CORRECTION = re.compile(
+    r"^(?:(?:actually|no|sorry|wait|oops|correction|scratch that|on second thought|"
+    r"i mean|i meant|make (?:that|it)|rather)[,:;\s]+)+(?:in )?(?P<value>[A-Za-z]+)"
+    r"(?:[,\s]+(?:please|instead|then|thanks|thank you|rather))*$",
+    re.IGNORECASE,
+)
+#: The subjects a correction can change, and the instruction for its value (None: the word
+#: is no value of that subject, and the sentence is not a correction).
+_CORRECTED: dict[str, Callable[[str], str | None]] = {
+    "language": lambda v: f"Answer in {v.capitalize()}." if v.lower() in LANGUAGES else None,
+    "length": lambda v: _LENGTH.get(v.lower()),
+    "tone": lambda v: (
+        f"Use a {v.lower()} tone."
+        if v.lower() in {"formal", "informal", "casual", "friendly", "professional"}
+        else None
+    ),
+}
+
+
+def _correction(sentence: str, before: Preference | None) -> Preference | None:
+    """The preference ``sentence`` states by correcting ``before`` (the one stated in the
+    sentence just before it), or None."""
+    change = _CORRECTED.get(before.subject) if before else None
+    match = _CORRECTION.match(sentence) if change else None
+    if not (before and change and match):
+        return None
+    instruction = change(match.group("value"))
+    return Preference(before.subject, instruction) if instruction else None
+
+
 def _sentence_preference(sentence: str) -> Preference | None:
     for subject in _SUBJECTS:
         for rule in subject.rules:
@@ -209,12 +242,15 @@ def _sentence_preference(sentence: str) -> Preference | None:
 
 def _sentences(message: str) -> list[tuple[str, Preference | None]]:
     """Each sentence of ``message`` and the preference it states (None for a question or
-    anything else): a sentence counts only as a whole."""
-    out = []
+    anything else): a sentence counts only as a whole, or as a correction of the one just
+    before it ("Actually, English.")."""
+    out: list[tuple[str, Preference | None]] = []
     for raw in _SENTENCES.split(message):
         sentence = " ".join(raw.split()).rstrip(".!").strip()
         if sentence:
             stated = None if sentence.endswith("?") else _sentence_preference(sentence)
+            if stated is None and out and not sentence.endswith("?"):
+                stated = _correction(sentence, out[-1][1])
             out.append((sentence, stated))
     return out
 
