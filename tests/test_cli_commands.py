@@ -367,7 +367,10 @@ def test_reading_a_mistyped_collection_says_so_and_writes_nothing(
     assert found.exit_code == 0 and hint in " ".join(found.stdout.split()), found.output
     erased = invoke(runner, "memory", "forget", "ann", "-c", "hbb", "--yes")
     assert erased.exit_code == 1 and "nothing to erase" in erased.stderr, erased.output
-    assert json.loads(invoke(runner, "memory", "list", "ann", "-c", "hbb", "--json").stdout) == []
+    for command in (["list", "ann"], ["search", "Which bike?", "--user", "ann"]):
+        as_json = invoke(runner, "memory", *command, "-c", "hbb", "--json")
+        assert json.loads(as_json.stdout) == []  # what a script parses stays JSON
+        assert hint in " ".join(as_json.stderr.split()), as_json.output  # and it says why
     assert not (data_dir / "hbb").exists()
     kept = invoke(runner, "memory", "list", "ann")  # the real one is untouched
     assert "My bike is a Brompton." in kept.stdout

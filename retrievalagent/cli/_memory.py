@@ -144,6 +144,8 @@ def list_memories(
                 memories = rag.list_memories(user)
     if as_json:
         console.print_json(json.dumps(memories))
+        if none_kept:  # the JSON stays what a script parses; why it is empty goes aside
+            err.print(f"note: {escape(none_kept)}")
         return
     if not memories:
         console.print(
@@ -187,6 +189,8 @@ def search(
                 found = rag.recall(query, user_id=user, k=k)
     if as_json:
         console.print_json(json.dumps(found))
+        if none_kept:  # the JSON stays what a script parses; why it is empty goes aside
+            err.print(f"note: {escape(none_kept)}")
         return
     if not found:
         console.print(
