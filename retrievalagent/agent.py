@@ -920,6 +920,10 @@ class RetrievalAgent:
             What was stored: the exchanges, the preferences the user stated in them (as a
             turn would have taught them), and, with a model and a store backend, facts
             about the user. Importing the same conversation again stores nothing new.
+
+        Raises:
+            ModelError: the model failed while drawing facts; the exchanges whose facts
+                were not drawn are not kept, so running the same call again draws them.
         """
         self._refuse_blocking_own_loop("remember", "aremember")
         writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)

@@ -2930,6 +2930,62 @@ def test_importing_a_history_again_asks_the_model_nothing(
     assert len(facts_of(rag.list_memories("alice"))) == 1
 
 
+@pytest.mark.parametrize("kind", ["store", "postgres"])
+def test_an_import_stopped_by_the_model_draws_its_facts_when_run_again(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """The import asks the model only about conversations that stored something new. Before,
+    a model failing while it drew facts left the exchanges stored and raised; the same import
+    run again then stored nothing new, asked nothing, and the facts were never drawn. Now the
+    exchanges of the conversations whose facts were not drawn go again before the error is
+    raised. What was stored before the import, in the same thread too, stays."""
+    model = ScriptedChatModel(
+        facts=[
+            RuntimeError("model down"),
+            fact("database", "The staging cluster runs PostgreSQL 13 on Debian 11.", 0),
+        ]
+    )
+    rag = build(kind, model=model)
+    earlier = [{"role": "user", "content": "Is the VPN down again?"}]
+    rag.remember(earlier, user_id="alice", thread_id="ops", at=AT - timedelta(days=1))
+    before = rag.list_memories("alice")
+    with pytest.raises(Exception, match="model down"):
+        rag.remember(HISTORY, user_id="alice", thread_id="ops", at=AT)
+    assert rag.list_memories("alice") == before
+    again = rag.remember(HISTORY, user_id="alice", thread_id="ops", at=AT)
+    assert [m["form"] for m in again] == ["exchange", "exchange", "fact"]
+    (found,) = facts_of(rag.list_memories("alice"))
+    assert "PostgreSQL 13" in found["text"]
+    assert len(said(rag.list_memories("alice"))) == len(said(before)) + 3  # 2 exchanges, 1 fact
+
+
+async def test_a_cancelled_import_draws_its_facts_when_run_again(
+    build: Callable[..., Any],
+) -> None:
+    """``aremember`` cancelled while the model draws facts (a request timeout, Ctrl-C in an
+    async app): the same import run again still draws them."""
+    drawing, release = threading.Event(), threading.Event()
+
+    def slow(_: Any) -> dict[str, Any]:
+        drawing.set()
+        release.wait(10)
+        return {"facts": []}
+
+    model = ScriptedChatModel(
+        facts=[slow, fact("database", "The staging cluster runs PostgreSQL 13 on Debian 11.", 0)]
+    )
+    rag = build("store", model=model)
+    task = asyncio.create_task(rag.aremember(HISTORY, user_id="alice", thread_id="ops", at=AT))
+    assert await asyncio.to_thread(drawing.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    release.set()
+    assert await rag.alist_memories("alice") == []
+    again = await rag.aremember(HISTORY, user_id="alice", thread_id="ops", at=AT)
+    assert [m["form"] for m in again] == ["exchange", "exchange", "fact"]
+
+
 def test_an_import_asks_the_model_about_new_conversations_only(
     build: Callable[..., Any],
 ) -> None:

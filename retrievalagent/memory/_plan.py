@@ -30,22 +30,34 @@ Plan = Generator[IO, Any, T]
 
 
 def run(plan: Plan[T]) -> T:
-    """Drive ``plan`` with blocking calls."""
+    """Drive ``plan`` with blocking calls. A step's exception (Ctrl-C too) is raised inside
+    the plan, where it stood, so that a plan can set right what it wrote before raising it."""
     try:
         step = next(plan)
         while True:
-            step = plan.send(step.sync())
+            try:
+                result = step.sync()
+            except BaseException as exc:
+                step = plan.throw(exc)
+                continue
+            step = plan.send(result)
     except StopIteration as done:
         value: T = done.value
         return value
 
 
 async def arun(plan: Plan[T]) -> T:
-    """Drive ``plan`` with awaited calls."""
+    """Drive ``plan`` with awaited calls (a step's exception, a cancellation too, is raised
+    inside the plan, as ``run`` does)."""
     try:
         step = next(plan)
         while True:
-            step = plan.send(await step.async_())
+            try:
+                result = await step.async_()
+            except BaseException as exc:
+                step = plan.throw(exc)
+                continue
+            step = plan.send(result)
     except StopIteration as done:
         value: T = done.value
         return value

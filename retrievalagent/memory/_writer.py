@@ -198,10 +198,20 @@ class ConversationWriter:
             user = conversations[0].where["user_id"]
             stored += yield from self.preferences(conversations, user, collection, ticket)
         # an exchange's key is a store item's id, and mem0 keeps it as ``memory_key``
-        news = {str(hit.metadata.get("memory_key") or hit.id) for hit in stored}
-        for conversation in conversations:
-            if conversation.keys & news:
+        news = {_key_of(hit) for hit in stored}
+        drawing = [conversation for conversation in conversations if conversation.keys & news]
+        for done, conversation in enumerate(drawing):
+            try:
                 stored += yield from self.facts(conversation.said, **conversation.where)
+            except BaseException:
+                # the import stops here (the model down, Ctrl-C): the exchanges of the
+                # conversations whose facts are not drawn go again, so that the same import
+                # run again finds them new and draws their facts (it asks only about news)
+                undrawn = set().union(*(c.keys for c in drawing[done:]))
+                back = [hit for hit in stored if _key_of(hit) in undrawn]
+                if back:
+                    yield self._take_back(conversation.where["user_id"], back)
+                raise
         return stored
 
     def preferences(
@@ -266,6 +276,14 @@ class ConversationWriter:
     def _add(self, record: MemoryRecord) -> IO:
         memory = self.memory
         return IO(lambda: memory.add(record), lambda: memory.aadd(record))
+
+    def _take_back(self, user_id: str, stored: list[MemoryHit]) -> IO:
+        """Erase exchanges this write ``stored`` (only where each is still what it stored)."""
+        memory = self.memory
+        return IO(
+            lambda: memory.take_back(user_id, stored, {None}),
+            lambda: memory.atake_back(user_id, stored, {None}),
+        )
 
     def _forget_again(self, user_id: str, thread_id: str) -> IO:
         memory = self.memory
@@ -374,6 +392,11 @@ class ConversationWriter:
             form="extract",
             messages=[m for r in whole for m in r.messages],
         )
+
+
+def _key_of(hit: MemoryHit) -> str:
+    """An exchange's key: a store item's id; mem0 keeps it as ``memory_key``."""
+    return str(hit.metadata.get("memory_key") or hit.id)
 
 
 def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str]) -> IO:
