@@ -47,7 +47,7 @@ import numpy as np
 
 from retrievalagent.index import Hit, LexicalEncoder
 from retrievalagent.memory._conversations import found_by
-from retrievalagent.memory._kinds import kinds_named
+from retrievalagent.memory._kinds import kinds_asked, kinds_named
 from retrievalagent.retrieval import Fuser, make_fuser
 
 __all__ = [
@@ -487,7 +487,8 @@ class UserIndex:
             ranked_by = similarity + PART_WEIGHT * np.maximum(best_part - similarity, 0.0)
         else:
             ranked_by = similarity
-        bm25, share = self._lexical(list(self.encoder.query_terms(query)), size)
+        asked = f"{query} {kinds_asked(query)}"
+        bm25, share = self._lexical(list(self.encoder.query_terms(asked)), size)
         # the bar reads the whole text's similarity: a clause lifts its memory in the order,
         # but a short one is close to many questions (on the dev half, gating on the lifted
         # similarity recalled 3.76 memories for questions of another user, 3.39 on the whole)

@@ -5,15 +5,19 @@ A user states the thing by its name ("My cluster runs PostgreSQL 13 on Debian 11
 later asks by its kind ("How should I upgrade my database?"). The two share no word, and
 the packaged embedder puts them no closer than the question and "My car is a 2012 Honda
 Civic." (0.16 and 0.15 similar), so offline nothing linked them: recall found the
-statement only when the assistant's reply happened to say "database". A memory is also
-searched by the kinds of the names it holds (``kinds_named``), and by the other spellings
-of a name ("Postgres" for "PostgreSQL"). With a model, a fact's subject does the same
-(``found_by``); this table is what links them without one.
+statement only when the assistant's reply happened to say "database". With a model, a
+fact's subject links them (``found_by``); this table links them without one.
 
-Only names that are rarely anything else are listed: "Go", "Rust", "Swift", "React",
-"Windows" or "Alpine" alone, "Cassandra", "Julia", "Jenkins", "Kafka", "Bash", "Caddy" or
-"Snowflake" would tag a trip, a car, a house, a person, a novel, a party or the weather. The words are English,
-as the lexical encoder's are.
+Both sides get words of their own, which no text holds: a memory naming PostgreSQL is
+also searched by ``kinddatabase`` and ``namepostgres`` (``kinds_named``), and a question
+gets ``kinddatabase`` only where it asks about a database ("my database", "which DB";
+``kinds_asked``) and ``namepostgres`` where it names it in any spelling ("Postgres13",
+"PostgreSQL"). So an ordinary word never matches a kind: "Which system sends the
+invoices?" or "the legal framework" asks about no kind, and neither do "Bali and Java",
+"C# minor", "a fedora" or "the Vue cinema" name one. A name that is often something else
+counts only with a version ("Java 17", "Windows 11", "Fedora 39", "Android 14", "Vue 3")
+or is left out ("Go", "Rust", "Swift", "React", "Kafka", "Cassandra", "Julia", "Vim").
+The words are English, as the lexical encoder's are.
 """
 
 from __future__ import annotations
@@ -21,139 +25,208 @@ from __future__ import annotations
 import re
 from functools import cache
 
-__all__ = ["kinds_named"]
+__all__ = ["kinds_asked", "kinds_named"]
 
-#: Kind words -> the names of that kind, each as its spellings apart by "|" (lower case; a
-#: spelling may be several words).
-_KINDS: dict[str, tuple[str, ...]] = {
-    "database db": (
-        "postgresql|postgres",
-        "mysql",
-        "mariadb",
-        "sqlite",
-        "mongodb|mongo",
-        "redis",
-        "elasticsearch",
-        "opensearch",
-        "dynamodb",
-        "cockroachdb",
-        "sql server|mssql",
-        "clickhouse",
-        "bigquery",
-        "neo4j",
-        "couchdb",
-        "influxdb",
-        "timescaledb",
-        "memcached",
-        "oracle database",
-        "supabase",
-        "duckdb",
-        "etcd",
-        "qdrant",
-        "pgvector",
-    ),
-    "operating system os linux distro": (
-        "debian",
-        "ubuntu",
-        "fedora",
-        "centos",
-        "rhel|red hat enterprise linux",
-        "rocky linux",
-        "almalinux",
-        "arch linux",
-        "alpine linux",
-        "opensuse",
-        "gentoo",
-        "nixos",
-        "linux mint",
-        "raspbian|raspberry pi os",
-    ),
-    "operating system os": (
-        "windows 7",
-        "windows 10",
-        "windows 11",
-        "windows server",
-        "macos|mac os|os x",
-        "freebsd",
-        "openbsd",
-        "netbsd",
-        "ios",
-        "android",
-        "chromeos",
-    ),
-    "programming language language": (
-        "python",
-        "javascript",
-        "typescript",
-        "golang",
-        "java",
-        "kotlin",
-        "scala",
-        "erlang",
-        "haskell",
-        "ocaml",
-        "perl",
-        "php",
-        "c++|cpp",
-        "c#",
-        "fortran",
-        "cobol",
-        "clojure",
-        "lua",
-    ),
-    "web server proxy": ("nginx", "apache httpd", "traefik", "haproxy", "lighttpd"),
-    "container": ("docker", "podman", "containerd"),
-    "cluster orchestration container": ("kubernetes|k8s", "openshift", "docker swarm"),
-    "cloud provider cloud": (
-        "aws|amazon web services",
-        "azure",
-        "gcp|google cloud",
-        "digitalocean",
-        "hetzner",
-        "linode",
-        "heroku",
-        "cloudflare",
-    ),
-    "browser": ("firefox", "chrome", "chromium"),
-    "editor ide": ("vim", "neovim", "emacs", "vscode|vs code", "pycharm", "intellij"),
-    "framework web framework": (
-        "django",
-        "fastapi",
-        "ruby on rails",
-        "spring boot",
-        "laravel",
-        "next.js",
-        "vue.js|vue",
-    ),
-    "message queue broker queue": ("apache kafka", "rabbitmq", "activemq", "amazon sqs"),
-    "ci pipeline build": ("github actions", "gitlab ci", "circleci", "travis ci"),
-    "shell": ("zsh", "powershell"),
-    "laptop computer": ("thinkpad", "macbook", "chromebook"),
-    "phone": ("iphone", "pixel 7", "pixel 8", "pixel 9", "oneplus"),
+#: A version written after a name: "13", "3.11", " 17", "-13" (what makes "Java 17" the
+#: language and "Java" maybe an island).
+_VERSION = r"[\s-]?v?\d+(?:\.\d+)*"
+
+#: Kind -> the names of that kind: a name is its token (``name<slug>``) and the pattern of
+#: its spellings (case-insensitive unless it sets ``(?-i:...)``; a trailing version number
+#: is allowed after any of them: "Postgres13", "python3.11", "sqlite3").
+_NAMES: dict[str, dict[str, str]] = {
+    "database": {
+        "postgres": r"postgre(?:sql|s)|psql",
+        "mysql": r"mysql",
+        "mariadb": r"mariadb",
+        "sqlite": r"sqlite",
+        "mongodb": r"mongodb",
+        "redis": r"redis",
+        "elasticsearch": r"elasticsearch",
+        "opensearch": r"opensearch",
+        "dynamodb": r"dynamodb",
+        "cockroachdb": r"cockroachdb",
+        "sqlserver": r"sql\s+server|mssql",
+        "clickhouse": r"clickhouse",
+        "bigquery": r"bigquery",
+        "neo4j": r"neo4j",
+        "couchdb": r"couchdb",
+        "influxdb": r"influxdb",
+        "timescaledb": r"timescaledb",
+        "memcached": r"memcached",
+        "oracledb": r"oracle\s+(?:database|db)",
+        "duckdb": r"duckdb",
+        "qdrant": r"qdrant",
+        "pgvector": r"pgvector",
+    },
+    "os": {
+        "debian": r"debian",
+        "ubuntu": r"ubuntu",
+        "fedora": r"fedora" + _VERSION,
+        "centos": r"centos",
+        "rhel": r"rhel|red\s+hat\s+enterprise\s+linux",
+        "rocky": r"rocky\s+linux",
+        "almalinux": r"almalinux|alma\s+linux",
+        "archlinux": r"arch\s+linux",
+        "alpine": r"alpine\s+linux",
+        "opensuse": r"opensuse",
+        "nixos": r"nixos",
+        "raspbian": r"raspbian|raspberry\s+pi\s+os",
+        "windows": r"(?-i:Windows)(?:" + _VERSION + r"|\s+(?:server|xp|vista))",
+        "macos": r"macos|mac\s+os(?:\s+x)?|(?-i:OS\s+X)",
+        "freebsd": r"freebsd",
+        "openbsd": r"openbsd",
+        "ios": r"(?-i:iOS)",
+        "android": r"android" + _VERSION,
+        "chromeos": r"chromeos|chrome\s+os",
+    },
+    "language": {
+        "python": r"(?<!monty\s)python",
+        "javascript": r"javascript",
+        "typescript": r"typescript",
+        "golang": r"golang",
+        "java": r"java" + _VERSION + r"|openjdk",
+        "kotlin": r"kotlin",
+        "haskell": r"haskell",
+        "ocaml": r"ocaml",
+        "perl": r"perl",
+        "php": r"php",
+        "cpp": r"c\+\+|cpp",
+        "csharp": r"c#(?!\s+(?:minor|major|sharp|flat|note|chord))|csharp",
+        "fortran": r"fortran",
+        "cobol": r"cobol",
+        "erlang": r"erlang",
+        "clojure": r"clojure",
+    },
+    "webserver": {
+        "nginx": r"nginx",
+        "httpd": r"apache\s+httpd|httpd",
+        "traefik": r"traefik",
+        "haproxy": r"haproxy",
+    },
+    "container": {
+        "docker": r"docker",
+        "podman": r"podman",
+        "kubernetes": r"kubernetes|k8s|k3s",
+        "openshift": r"openshift",
+    },
+    "cloud": {
+        "aws": r"aws|amazon\s+web\s+services",
+        "azure": r"(?-i:Azure)",
+        "gcp": r"gcp|google\s+cloud",
+        "digitalocean": r"digitalocean|digital\s+ocean",
+        "hetzner": r"hetzner",
+        "linode": r"linode",
+        "heroku": r"heroku",
+    },
+    "browser": {
+        "firefox": r"firefox",
+        "chrome": r"(?-i:Chrome)(?!\s+os)|google\s+chrome",
+    },
+    "editor": {
+        "neovim": r"neovim|nvim",
+        "emacs": r"emacs",
+        "vscode": r"vscode|vs\s+code|visual\s+studio\s+code",
+        "pycharm": r"pycharm",
+        "intellij": r"intellij",
+    },
+    "framework": {
+        "django": r"django",
+        "fastapi": r"fastapi",
+        "rails": r"ruby\s+on\s+rails",
+        "springboot": r"spring\s+boot",
+        "laravel": r"laravel",
+        "nextjs": r"next\.js|nextjs",
+        "vue": r"vue\.?js|vue" + _VERSION,
+    },
+    "queue": {
+        "rabbitmq": r"rabbitmq",
+        "activemq": r"activemq",
+        "kafka": r"apache\s+kafka",
+        "sqs": r"amazon\s+sqs",
+    },
+    "ci": {
+        "githubactions": r"github\s+actions",
+        "gitlabci": r"gitlab\s+ci",
+        "circleci": r"circleci",
+        "travisci": r"travis\s+ci",
+    },
+    "laptop": {
+        "thinkpad": r"thinkpad",
+        "macbook": r"macbook(?:\s+(?:air|pro))?",
+        "chromebook": r"chromebook",
+    },
+    "phone": {
+        "iphone": r"iphone",
+        "pixel": r"pixel" + _VERSION,
+        "oneplus": r"oneplus",
+    },
 }
+
+#: Kind -> how a question asks about something of that kind ("my database", "which OS").
+_ASKED: dict[str, str] = {
+    "database": r"databases?|dbs?|dbms|rdbms",
+    "os": r"operating\s+systems?|os|distros?|linux\s+distributions?|linux",
+    "language": r"(?:programming|coding|scripting)\s+languages?",
+    "webserver": r"web\s*servers?|reverse\s+prox(?:y|ies)",
+    "container": r"container\s+(?:runtime|engine|platform)s?|containeri[sz]\w*|orchestrat\w*",
+    "cloud": r"cloud\s+(?:providers?|platforms?|hosting)|hosting\s+providers?|which\s+cloud",
+    "browser": r"(?:web\s+)?browsers?",
+    "editor": r"(?:text|code)\s+editors?|ide",
+    "framework": r"web\s+frameworks?",
+    "queue": r"message\s+(?:queues?|brokers?)|queue\s+system",
+    "ci": r"ci|ci/cd|continuous\s+integration|(?:ci|build)\s+pipelines?",
+    "laptop": r"laptops?|notebook\s+computers?",
+    "phone": r"smartphones?|mobile\s+phones?|(?:my|which|what)\s+phone",
+}
+
+#: Around a name or a phrase: not inside a longer word ("non-Debian" is not Debian).
+_BEFORE = r"(?<![\w.+#-])"
+_AFTER = r"(?![^\W\d]|[+#]|\.[^\W\d])"
 
 
 @cache
-def _table() -> tuple[re.Pattern[str], dict[str, str]]:
-    """One pattern for every spelling, and per spelling (lower case, single spaces) the
-    words it adds: its kind and its other spellings."""
-    adds: dict[str, list[str]] = {}
-    for kind, names in _KINDS.items():
-        for name in names:
-            spellings = name.split("|")
-            for spelling in spellings:
-                others = [s for s in spellings if s != spelling]
-                adds.setdefault(spelling, []).extend([kind, *others])
-    longest_first = sorted(adds, key=len, reverse=True)  # "sql server" before "sql"
-    alternatives = "|".join(re.escape(n).replace(r"\ ", r"\s+") for n in longest_first)
-    pattern = re.compile(rf"(?<![\w.+#-])({alternatives})(?![\w+#]|\.\w)", re.IGNORECASE)
-    return pattern, {name: " ".join(" ".join(words).split()) for name, words in adds.items()}
+def _named() -> tuple[re.Pattern[str], list[tuple[str, str]]]:
+    """One pattern for every name (a group each), and per group the tokens it adds."""
+    tokens: list[tuple[str, str]] = []
+    groups = []
+    for kind, names in _NAMES.items():
+        for slug, spellings in names.items():
+            groups.append(f"(?P<n{len(tokens)}>{spellings})")
+            tokens.append((f"kind{kind}", f"name{slug}"))
+    alternatives = "|".join(groups)
+    pattern = re.compile(rf"{_BEFORE}(?:{alternatives})(?:\d+(?:\.\d+)*)?{_AFTER}", re.IGNORECASE)
+    return pattern, tokens
+
+
+@cache
+def _asked() -> re.Pattern[str]:
+    groups = "|".join(f"(?P<{kind}>{phrase})" for kind, phrase in _ASKED.items())
+    return re.compile(rf"{_BEFORE}(?:{groups}){_AFTER}", re.IGNORECASE)
+
+
+def _names_in(text: str) -> list[tuple[str, str]]:
+    pattern, tokens = _named()
+    found = []
+    for match in pattern.finditer(text):
+        group = match.lastgroup
+        if group is not None:
+            found.append(tokens[int(group[1:])])
+    return found
 
 
 def kinds_named(text: str) -> str:
-    """The kinds of the well-known names in ``text`` and their other spellings, as words
-    to search it by ("" when it names none): "runs PostgreSQL 13 on Debian 11" gives
-    "database db postgres operating system os linux distro"."""
-    pattern, adds = _table()
-    found = (adds[" ".join(m.group(1).lower().split())] for m in pattern.finditer(text))
-    return " ".join(dict.fromkeys(" ".join(found).split()))
+    """Words to search a memory by besides its own: the kind and the name of each
+    well-known name in ``text`` ("" when it names none): "runs PostgreSQL 13 on Debian 11"
+    gives "kinddatabase namepostgres kindos namedebian"."""
+    words = [word for pair in _names_in(text) for word in pair]
+    return " ".join(dict.fromkeys(words))
+
+
+def kinds_asked(question: str) -> str:
+    """Words to search memories by for ``question`` besides its own: the kinds it asks
+    about and the names it mentions ("" when neither): "How should I upgrade my
+    database?" gives "kinddatabase", "Which Postgres release?" "namepostgres"."""
+    kinds = [f"kind{m.lastgroup}" for m in _asked().finditer(question) if m.lastgroup]
+    names = [name for _, name in _names_in(question)]
+    return " ".join(dict.fromkeys([*kinds, *names]))

@@ -40,7 +40,7 @@ from retrievalagent.memory._base import (
 )
 from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
-from retrievalagent.memory._kinds import kinds_named
+from retrievalagent.memory._kinds import kinds_asked, kinds_named
 from retrievalagent.memory._preferences import stated_preferences
 from retrievalagent.memory._temporal import dated_line, iso, parse_time, time_ref, timestamp
 
@@ -294,7 +294,8 @@ class MemoryReader:
         now (``present``), a statement made again comes in its older one's place before
         the count is cut, so that recall(k=1) gives where things stand."""
         policy = self.policy
-        wanted = set(self.encoder.query_terms(question)) if question else set()
+        asked = f"{question} {kinds_asked(question)}"
+        wanted = set(self.encoder.query_terms(asked)) if question else set()
 
         def bears(sentence: str) -> int:
             searched = f"{sentence} {kinds_named(sentence)}"
