@@ -367,6 +367,11 @@ def test_offline_a_changed_preference_replaces_the_old_one_however_it_is_worded(
         ("Answer in French. No wait, make that Spanish please!", "Spanish"),
         ("Reply in German. Sorry, I mean Italian.", "Italian"),
         ("I prefer answers in German. Actually, thanks.", "German"),  # no language: kept
+        ("Answer in German. Oh wait, English.", "English"),
+        ("Answer in German. No, English. Actually, French.", "French"),
+        # "no" without a comma refuses what follows it
+        ("Answer in English. No German, please.", "English"),
+        ("Answer in German. No English.", "German"),
     ],
 )
 def test_offline_a_preference_corrected_in_the_same_message_keeps_the_correction(
@@ -384,6 +389,24 @@ def test_offline_a_preference_corrected_in_the_same_message_keeps_the_correction
     rag.remember([{"role": "user", "content": message}], user_id="ida", thread_id="old")
     kept = [m["text"] for m in rag.list_memories("ida") if m["kind"] == "preference"]
     assert kept == [f"Answer in {language}."]
+
+
+@pytest.mark.parametrize(
+    "taken_back",
+    ["Actually, no.", "No, no.", "Scratch that.", "Actually, never mind.", "Forget it, sorry."],
+)
+def test_offline_a_preference_taken_back_in_the_same_message_is_not_stored(
+    make_agent: Callable[..., Any], taken_back: str
+) -> None:
+    """Before, "Answer in German. Actually, no." stored German, and replaced the French the
+    user had asked for earlier."""
+    rag = make_agent("offline-retraction", memory_store=InMemoryStore())
+    rag.invoke("Answer in French.", cfg("gus", "before"))
+    rag.invoke(f"Answer in German. {taken_back}", cfg("gus", "now"))
+    later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+    assert later.memory_context.endswith("- Answer in French."), later.memory_context
+    kept = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+    assert kept == ["Answer in French."]
 
 
 # Every example sentence of the offline rules table in docs/memory.md, and what the answer

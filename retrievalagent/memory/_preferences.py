@@ -201,11 +201,23 @@ _SUBJECTS = (
 
 #: A sentence that only changes the value of the preference stated just before it, in the
 #: same message: "I prefer answers in German. Actually, English." A lead word that takes
-#: the earlier words back is required: "German. English." says nothing clear.
+#: the earlier words back is required ("German. English." says nothing clear), and "no"
+#: counts only with a comma or "wait" after it: "No German, please." refuses German.
+_TAKING_BACK = (
+    r"(?:(?:actually|sorry|wait|oops|oh|hmm|correction|scratch that|on second thought|"
+    r"i mean|i meant|make (?:that|it)|rather)[,:;\s]+|no(?:[,:;]\s*|\s+(?=wait\b)))"
+)
 _CORRECTION = re.compile(
-    r"^(?:(?:actually|no|sorry|wait|oops|correction|scratch that|on second thought|"
-    r"i mean|i meant|make (?:that|it)|rather)[,:;\s]+)+(?:in )?(?P<value>[A-Za-z]+)"
+    rf"^{_TAKING_BACK}+(?:in )?(?P<value>[A-Za-z]+)"
     r"(?:[,\s]+(?:please|instead|then|thanks|thank you|rather))*$",
+    re.IGNORECASE,
+)
+#: A sentence that withdraws the preference stated just before it, in the same message:
+#: "Answer in German. Actually, no." states none.
+_RETRACTION = re.compile(
+    r"^(?:(?:actually|sorry|oh|wait|hmm|well|no)[,:;\s]+)*"
+    r"(?:no|nope|scratch that|forget (?:it|that)|never ?mind|cancel (?:that|it)|"
+    r"ignore (?:that|it)|not that)(?:[,\s]+(?:please|sorry|thanks))*$",
     re.IGNORECASE,
 )
 #: The subjects a correction can change, and the instruction for its value (None: the word
@@ -243,14 +255,18 @@ def _sentence_preference(sentence: str) -> Preference | None:
 def _sentences(message: str) -> list[tuple[str, Preference | None]]:
     """Each sentence of ``message`` and the preference it states (None for a question or
     anything else): a sentence counts only as a whole, or as a correction of the one just
-    before it ("Actually, English.")."""
+    before it ("Actually, English."), which one that withdraws it leaves stating nothing
+    ("Actually, no.")."""
     out: list[tuple[str, Preference | None]] = []
     for raw in _SENTENCES.split(message):
         sentence = " ".join(raw.split()).rstrip(".!").strip()
         if sentence:
             stated = None if sentence.endswith("?") else _sentence_preference(sentence)
             if stated is None and out and not sentence.endswith("?"):
-                stated = _correction(sentence, out[-1][1])
+                if out[-1][1] and _RETRACTION.match(sentence):
+                    out[-1] = (out[-1][0], None)  # taken back: it states nothing
+                else:
+                    stated = _correction(sentence, out[-1][1])
             out.append((sentence, stated))
     return out
 
