@@ -266,7 +266,10 @@ class UserIndex:
         text = str(value.get("text") or "")
         row = len(self._rows.keys)
         searched = found_by(text, value.get("form"), value.get("subject"))
-        sparse = self.encoder.encode_document(f"{searched} {kinds_named(text)}".rstrip())
+        # the kinds of what the people said: a reply naming Ubuntu says nothing of theirs
+        said = value.get("said")
+        kinds = kinds_named(said if isinstance(said, str) else text)
+        sparse = self.encoder.encode_document(f"{searched} {kinds}".rstrip())
         terms = dict(zip(sparse.indices, sparse.values, strict=True))
         self._append_vector(row, vector)
         if parts is not None and parts.ndim == 2 and len(parts):
@@ -487,8 +490,7 @@ class UserIndex:
             ranked_by = similarity + PART_WEIGHT * np.maximum(best_part - similarity, 0.0)
         else:
             ranked_by = similarity
-        asked = f"{query} {kinds_asked(query)}"
-        bm25, share = self._lexical(list(self.encoder.query_terms(asked)), size)
+        bm25, share = self._lexical(list(self.encoder.query_terms(kinds_asked(query))), size)
         # the bar reads the whole text's similarity: a clause lifts its memory in the order,
         # but a short one is close to many questions (on the dev half, gating on the lifted
         # similarity recalled 3.76 memories for questions of another user, 3.39 on the whole)

@@ -10,9 +10,8 @@ fact's subject links them (``found_by``); this table links them without one.
 
 Both sides get words of their own, which no text holds: a memory naming PostgreSQL is
 also searched by ``kinddatabase`` and ``namepostgres`` (``kinds_named``), and a question
-gets ``kinddatabase`` only where it asks about a database ("my database", "which DB";
-``kinds_asked``) and ``namepostgres`` where it names it in any spelling ("Postgres13",
-"PostgreSQL"). So an ordinary word never matches a kind: "Which system sends the
+has "my database" or "which DB" read as ``kinddatabase`` and gets ``namepostgres`` where
+it names it in any spelling, "Postgres13" or "PostgreSQL" (``kinds_asked``). So an ordinary word never matches a kind: "Which system sends the
 invoices?" or "the legal framework" asks about no kind, and neither do "Bali and Java",
 "C# minor", "a fedora" or "the Vue cinema" name one. A name that is often something else
 counts only with a version ("Java 17", "Windows 11", "Fedora 39", "Android 14", "Vue 3")
@@ -29,7 +28,10 @@ __all__ = ["kinds_asked", "kinds_named"]
 
 #: A version written after a name: "13", "3.11", " 17", "-13" (what makes "Java 17" the
 #: language and "Java" maybe an island).
-_VERSION = r"[\s-]?v?\d+(?:\.\d+)*"
+_VERSION = (
+    r"[\s-]?v?\d+(?:\.\d+)*(?!\d|\.\d)"
+    r"(?!\s*(?:weeks?|years?|days?|months?|hours?|minutes?|times?|ago|people|kg|km)\b)"
+)
 
 #: Kind -> the names of that kind: a name is its token (``name<slug>``) and the pattern of
 #: its spellings (case-insensitive unless it sets ``(?-i:...)``; a trailing version number
@@ -163,21 +165,30 @@ _NAMES: dict[str, dict[str, str]] = {
     },
 }
 
-#: Kind -> how a question asks about something of that kind ("my database", "which OS").
+#: Kind -> how a text names the kind itself ("my database", "which OS").
 _ASKED: dict[str, str] = {
     "database": r"databases?|dbs?|dbms|rdbms",
-    "os": r"operating\s+systems?|os|distros?|linux\s+distributions?|linux",
+    "os": (
+        r"operating\s+systems?|(?-i:OS)|(?:my|which|what|the|our|your|an)\s+os"
+        r"|linux\s+(?:distros?|distributions?)|distros?|linux"
+    ),
     "language": r"(?:programming|coding|scripting)\s+languages?",
     "webserver": r"web\s*servers?|reverse\s+prox(?:y|ies)",
-    "container": r"container\s+(?:runtime|engine|platform)s?|containeri[sz]\w*|orchestrat\w*",
+    "container": (
+        r"container\s+(?:runtime|engine|platform)s?|containeri[sz]ation|orchestration"
+        r"|orchestrators?"
+    ),
     "cloud": r"cloud\s+(?:providers?|platforms?|hosting)|hosting\s+providers?|which\s+cloud",
     "browser": r"(?:web\s+)?browsers?",
-    "editor": r"(?:text|code)\s+editors?|ide",
+    "editor": r"(?:text|code)\s+editors?|(?-i:IDEs?)",
     "framework": r"web\s+frameworks?",
     "queue": r"message\s+(?:queues?|brokers?)|queue\s+system",
-    "ci": r"ci|ci/cd|continuous\s+integration|(?:ci|build)\s+pipelines?",
+    "ci": r"(?-i:CI)(?:/(?-i:CD))?|continuous\s+integration|(?:ci|build)\s+pipelines?",
     "laptop": r"laptops?|notebook\s+computers?",
-    "phone": r"smartphones?|mobile\s+phones?|(?:my|which|what)\s+phone",
+    "phone": (
+        r"smartphones?|mobile\s+phones?|phone\s+models?"
+        r"|(?:which|what)\s+phone(?!\s+(?:number|bill|call|plan))"
+    ),
 }
 
 #: Around a name or a phrase: not inside a longer word ("non-Debian" is not Debian).
@@ -217,16 +228,21 @@ def _names_in(text: str) -> list[tuple[str, str]]:
 
 def kinds_named(text: str) -> str:
     """Words to search a memory by besides its own: the kind and the name of each
-    well-known name in ``text`` ("" when it names none): "runs PostgreSQL 13 on Debian 11"
-    gives "kinddatabase namepostgres kindos namedebian"."""
+    well-known name in ``text``, and the kind of each kind it names itself ("" when none):
+    "runs PostgreSQL 13 on Debian 11" gives "kinddatabase namepostgres kindos namedebian"."""
     words = [word for pair in _names_in(text) for word in pair]
+    words += [f"kind{m.lastgroup}" for m in _asked().finditer(text) if m.lastgroup]
     return " ".join(dict.fromkeys(words))
 
 
 def kinds_asked(question: str) -> str:
-    """Words to search memories by for ``question`` besides its own: the kinds it asks
-    about and the names it mentions ("" when neither): "How should I upgrade my
-    database?" gives "kinddatabase", "Which Postgres release?" "namepostgres"."""
-    kinds = [f"kind{m.lastgroup}" for m in _asked().finditer(question) if m.lastgroup]
-    names = [name for _, name in _names_in(question)]
-    return " ".join(dict.fromkeys([*kinds, *names]))
+    """``question`` as memories are searched for it: each phrase naming a kind ("my
+    database", "which OS") put as the kind's word, which every memory naming that kind or
+    something of it holds, and the word of each name it mentions added ("Which Postgres
+    release?" also matches "PostgreSQL 13"). "How should I upgrade my database?" gives
+    "How should I upgrade kinddatabase?". The phrase is replaced, not joined: a question
+    about the OS of a Debian box then counts the box's kind as its word, and a short
+    question leans on it as much as a long one."""
+    names = " ".join(dict.fromkeys(name for _, name in _names_in(question)))
+    asked = _asked().sub(lambda m: f" kind{m.lastgroup} ", question)
+    return f"{asked} {names}".strip()

@@ -294,8 +294,7 @@ class MemoryReader:
         now (``present``), a statement made again comes in its older one's place before
         the count is cut, so that recall(k=1) gives where things stand."""
         policy = self.policy
-        asked = f"{question} {kinds_asked(question)}"
-        wanted = set(self.encoder.query_terms(asked)) if question else set()
+        wanted = set(self.encoder.query_terms(kinds_asked(question))) if question else set()
 
         def bears(sentence: str) -> int:
             searched = f"{sentence} {kinds_named(sentence)}"
