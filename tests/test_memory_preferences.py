@@ -372,6 +372,8 @@ def test_offline_a_changed_preference_replaces_the_old_one_however_it_is_worded(
         # "no" without a comma refuses what follows it
         ("Answer in English. No German, please.", "English"),
         ("Answer in German. No English.", "German"),
+        ("Answer in German. Forget it, English.", "English"),
+        ("Answer in German. No thanks, English.", "English"),
     ],
 )
 def test_offline_a_preference_corrected_in_the_same_message_keeps_the_correction(
@@ -393,7 +395,15 @@ def test_offline_a_preference_corrected_in_the_same_message_keeps_the_correction
 
 @pytest.mark.parametrize(
     "taken_back",
-    ["Actually, no.", "No, no.", "Scratch that.", "Actually, never mind.", "Forget it, sorry."],
+    [
+        "Actually, no.",
+        "No, no.",
+        "Scratch that.",
+        "Actually, never mind.",
+        "Forget it, sorry.",
+        "No German, please.",  # refusing the very value just stated
+        "No, no German.",
+    ],
 )
 def test_offline_a_preference_taken_back_in_the_same_message_is_not_stored(
     make_agent: Callable[..., Any], taken_back: str
@@ -407,6 +417,23 @@ def test_offline_a_preference_taken_back_in_the_same_message_is_not_stored(
     assert later.memory_context.endswith("- Answer in French."), later.memory_context
     kept = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
     assert kept == ["Answer in French."]
+
+
+@pytest.mark.parametrize(
+    ("message", "name"),
+    [
+        ("Call me Robert. No, Bob.", "Bob"),
+        ("Call me Bob. Actually, Rob.", "Rob"),
+        ("Call me Bob. Actually, thanks.", "Bob"),  # not a name
+    ],
+)
+def test_offline_a_name_corrected_in_the_same_message_keeps_the_correction(
+    make_agent: Callable[..., Any], message: str, name: str
+) -> None:
+    rag = make_agent("offline-name", memory_store=InMemoryStore())
+    rag.invoke(message, cfg("gus"))
+    kept = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+    assert kept == [f"Address the user as {name}."]
 
 
 # Every example sentence of the offline rules table in docs/memory.md, and what the answer

@@ -205,7 +205,8 @@ _SUBJECTS = (
 #: counts only with a comma or "wait" after it: "No German, please." refuses German.
 _TAKING_BACK = (
     r"(?:(?:actually|sorry|wait|oops|oh|hmm|correction|scratch that|on second thought|"
-    r"i mean|i meant|make (?:that|it)|rather)[,:;\s]+|no(?:[,:;]\s*|\s+(?=wait\b)))"
+    r"i mean|i meant|make (?:that|it)|rather|forget (?:it|that)|never ?mind|no thanks|nope)"
+    r"[,:;\s]+|no(?:[,:;]\s*|\s+(?=wait\b)))"
 )
 _CORRECTION = re.compile(
     rf"^{_TAKING_BACK}+(?:in )?(?P<value>[A-Za-z]+)"
@@ -220,6 +221,25 @@ _RETRACTION = re.compile(
     r"ignore (?:that|it)|not that)(?:[,\s]+(?:please|sorry|thanks))*$",
     re.IGNORECASE,
 )
+#: A sentence refusing a value ("No German, please."): after a preference for that same
+#: value it withdraws it ("I prefer answers in German. No German, please." states none).
+_REFUSAL = re.compile(
+    r"^(?:no[,\s]+)*no\s+(?P<value>[A-Za-z]+)(?:[,\s]+(?:please|thanks|thank you))*$",
+    re.IGNORECASE,
+)
+#: Words a correction of a name ("Call me Robert. No, Bob.") is never made of.
+_NOT_CORRECTED_NAMES = frozenset(
+    {"thanks", "thank", "please", "sure", "ok", "okay", "yes", "no", "fine", "great", "cool"}
+)
+
+
+def _corrected_name(value: str) -> str | None:
+    """The instruction for a corrected name: a capitalised word that is a name."""
+    if not value[:1].isupper() or value.lower() in _NOT_CORRECTED_NAMES:
+        return None
+    return _address(value)
+
+
 #: The subjects a correction can change, and the instruction for its value (None: the word
 #: is no value of that subject, and the sentence is not a correction).
 _CORRECTED: dict[str, Callable[[str], str | None]] = {
@@ -230,7 +250,18 @@ _CORRECTED: dict[str, Callable[[str], str | None]] = {
         if v.lower() in {"formal", "informal", "casual", "friendly", "professional"}
         else None
     ),
+    "address": _corrected_name,
 }
+
+
+def _withdraws(sentence: str, before: Preference) -> bool:
+    """Whether ``sentence`` takes back ``before``, the preference stated just before it:
+    "Actually, no.", or a refusal of its very value ("No German, please.")."""
+    if _RETRACTION.match(sentence):
+        return True
+    refused = _REFUSAL.match(sentence)
+    change = _CORRECTED.get(before.subject)
+    return bool(refused and change and change(refused.group("value")) == before.instruction)
 
 
 def _correction(sentence: str, before: Preference | None) -> Preference | None:
@@ -263,7 +294,8 @@ def _sentences(message: str) -> list[tuple[str, Preference | None]]:
         if sentence:
             stated = None if sentence.endswith("?") else _sentence_preference(sentence)
             if stated is None and out and not sentence.endswith("?"):
-                if out[-1][1] and _RETRACTION.match(sentence):
+                before = out[-1][1]
+                if before and _withdraws(sentence, before):
                     out[-1] = (out[-1][0], None)  # taken back: it states nothing
                 else:
                     stated = _correction(sentence, out[-1][1])
