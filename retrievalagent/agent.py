@@ -922,8 +922,10 @@ class RetrievalAgent:
             about the user. Importing the same conversation again stores nothing new.
 
         Raises:
-            ModelError: the model failed while drawing facts; the exchanges whose facts
-                were not drawn are not kept, so running the same call again draws them.
+            ModelError: the agent's model failed while drawing facts (with mem0's own LLM,
+                mem0's error). The exchanges of the conversations whose facts were not
+                drawn are not kept, so running the same call again draws them; what was
+                stored before the call, and the preferences it stored, stay.
         """
         self._refuse_blocking_own_loop("remember", "aremember")
         writer, imports, chunks = self._one_history(messages, user_id, thread_id, at)
