@@ -165,31 +165,36 @@ _NAMES: dict[str, dict[str, str]] = {
     },
 }
 
-#: Kind -> how a text names the kind itself ("my database", "which OS").
+#: Kind -> how a text names the kind itself ("database", "OS"). It counts as the kind only
+#: after a word that makes it someone's or asks which (``_OWNED``): "my database", "which
+#: OS", "our main DB", "what Linux distribution". A question about the thing in general
+#: ("Who created Linux?", "What is a database index?") asks about no memory of the user.
 _ASKED: dict[str, str] = {
     "database": r"databases?|dbs?|dbms|rdbms",
-    "os": (
-        r"operating\s+systems?|(?-i:OS)|(?:my|which|what|the|our|your|an)\s+os"
-        r"|linux\s+(?:distros?|distributions?)|distros?|linux"
-    ),
+    "os": r"operating\s+systems?|os|linux\s+(?:distros?|distributions?)|distros?|linux",
     "language": r"(?:programming|coding|scripting)\s+languages?",
     "webserver": r"web\s*servers?|reverse\s+prox(?:y|ies)",
-    "container": (
-        r"container\s+(?:runtime|engine|platform)s?|containeri[sz]ation|orchestration"
-        r"|orchestrators?"
-    ),
-    "cloud": r"cloud\s+(?:providers?|platforms?|hosting)|hosting\s+providers?|which\s+cloud",
+    "container": r"container\s+(?:runtime|engine|platform)s?|orchestrators?",
+    "cloud": r"cloud\s+(?:providers?|platforms?|hosting)|hosting\s+providers?|cloud",
     "browser": r"(?:web\s+)?browsers?",
-    "editor": r"(?:text|code)\s+editors?|(?-i:IDEs?)",
+    "editor": r"(?:text|code)\s+editors?|editors?|ides?",
     "framework": r"web\s+frameworks?",
     "queue": r"message\s+(?:queues?|brokers?)|queue\s+system",
-    "ci": r"(?-i:CI)(?:/(?-i:CD))?|continuous\s+integration|(?:ci|build)\s+pipelines?",
+    "ci": r"ci(?:/cd)?|continuous\s+integration|(?:ci|build)\s+pipelines?",
     "laptop": r"laptops?|notebook\s+computers?",
-    "phone": (
-        r"smartphones?|mobile\s+phones?|phone\s+models?"
-        r"|(?:which|what)\s+phone(?!\s+(?:number|bill|call|plan))"
-    ),
+    "phone": r"smartphones?|mobile\s+phones?|phone\s+models?",
 }
+#: Kinds whose phrase says whose it is itself (no word may come between: "my brother
+#: phone" is someone phoning).
+_ASKED_WHOLE: dict[str, str] = {
+    "phone": r"(?:my|our|which|what)\s+phone(?!\s+(?:number|bill|call|plan)s?\b)",
+}
+#: What makes a kind someone's or asks which, and up to two words between ("my production
+#: database"; not "what is a database": those words say it is the kind in general).
+_OWNED = (
+    r"(?:my|our|your|his|her|their|which|what|whose)\s+"
+    r"(?:(?!(?:is|are|was|were|a|an|the|of|for|in|on|to|do|does|did|and|or)\b)[\w.-]+\s+){0,2}?"
+)
 
 #: Around a name or a phrase: not inside a longer word ("non-Debian" is not Debian).
 _BEFORE = r"(?<![\w.+#-])"
@@ -212,8 +217,16 @@ def _named() -> tuple[re.Pattern[str], list[tuple[str, str]]]:
 
 @cache
 def _asked() -> re.Pattern[str]:
-    groups = "|".join(f"(?P<{kind}>{phrase})" for kind, phrase in _ASKED.items())
-    return re.compile(rf"{_BEFORE}(?:{groups}){_AFTER}", re.IGNORECASE)
+    """One pattern for every kind a text may name as someone's; the kind's group holds
+    the phrase (what ``kinds_asked`` replaces), the words before it stay."""
+    owned = "|".join(f"{_OWNED}(?P<{kind}>{phrase})" for kind, phrase in _ASKED.items())
+    whole = "|".join(f"(?P<w_{kind}>{phrase})" for kind, phrase in _ASKED_WHOLE.items())
+    return re.compile(rf"{_BEFORE}(?:{owned}|{whole}){_AFTER}", re.IGNORECASE)
+
+
+def _kind_of(match: re.Match[str]) -> str:
+    """The kind a match of ``_asked`` names (its group's name, without ``w_``)."""
+    return (match.lastgroup or "").removeprefix("w_")
 
 
 def _names_in(text: str) -> list[tuple[str, str]]:
@@ -231,7 +244,7 @@ def kinds_named(text: str) -> str:
     well-known name in ``text``, and the kind of each kind it names itself ("" when none):
     "runs PostgreSQL 13 on Debian 11" gives "kinddatabase namepostgres kindos namedebian"."""
     words = [word for pair in _names_in(text) for word in pair]
-    words += [f"kind{m.lastgroup}" for m in _asked().finditer(text) if m.lastgroup]
+    words += [f"kind{_kind_of(m)}" for m in _asked().finditer(text) if m.lastgroup]
     return " ".join(dict.fromkeys(words))
 
 
@@ -244,5 +257,13 @@ def kinds_asked(question: str) -> str:
     about the OS of a Debian box then counts the box's kind as its word, and a short
     question leans on it as much as a long one."""
     names = " ".join(dict.fromkeys(name for _, name in _names_in(question)))
-    asked = _asked().sub(lambda m: f" kind{m.lastgroup} ", question)
+    asked = _asked().sub(_as_kind, question)
     return f"{asked} {names}".strip()
+
+
+def _as_kind(match: re.Match[str]) -> str:
+    """A match of ``_asked`` with its phrase put as the kind's word ("my production
+    database": "my production kinddatabase")."""
+    group = match.lastgroup or ""
+    kept = match.group(0)[: match.start(group) - match.start()] if group[:2] != "w_" else ""
+    return f"{kept} kind{_kind_of(match)} "
