@@ -238,6 +238,10 @@ def test_the_example_offline_whatever_the_documents_say(
     rag.invoke("My car is a 2012 Honda Civic and the brakes squeak.", cfg("alice", "t3"))
     second = rag.invoke(FOLLOW_UP, cfg("alice", "t2"))
     check_example(second, rag.list_memories("alice"), before)
+    # the offline answer quotes it, also when no passage is found
+    assert SAID in second.answer, second.answer
+    if not docs:  # and the reply that found nothing is not kept as something said
+        assert all("indexed documents" not in m["text"] for m in rag.list_memories("alice"))
     assert not any("Civic" in line for line in conversation_lines(second.memory_context))
     for question in ("What OS is my server on?", "Which Postgres release am I on?"):
         hits = rag.recall(question, user_id="alice", k=1)

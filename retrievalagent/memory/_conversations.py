@@ -86,6 +86,9 @@ _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _CITATION = re.compile(r"\s*\[\d+(?:\s*[-–,;]\s*\d+)*\]")
 #: How an offline answer quotes what the user said before (never stored back as said).
 EARLIER = "(Earlier{day} you said: “{statement}”)"
+#: The offline answer when no passage is found. Kept as part of an exchange it would say
+#: nothing of the user, yet match every later question about an index or a document.
+NOTHING_FOUND = "I could not find anything about this in the indexed documents."
 _QUOTED_EARLIER = re.compile(r"\s*\(Earlier[^()“”]* you said: “[^”]*”\)")
 #: Where one speaker's words are cut into sentences.
 SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
@@ -516,6 +519,7 @@ def unread_warning(unread: Sequence[str]) -> str:
 def short_reply(text: str, limit: int = MAX_REPLY_CHARS) -> str:
     """The reply's first sentences, citations dropped, within ``limit`` characters."""
     text = _QUOTED_EARLIER.sub("", _CITATION.sub("", " ".join(text.split())))
+    text = text.replace(NOTHING_FOUND, "").strip()
     if len(text) <= limit:
         return text
     out = ""
@@ -654,7 +658,12 @@ def exchange_records(
         # each line masked again after its cut: a cut may join words into a secret's shape
         lines = [mask_secrets(_line(m)) for m in unit]
         masked += sum(found for _, found in lines)
-        text = "\n".join(line for line, _ in lines)
+        # a reply that said nothing worth keeping (``NOTHING_FOUND``) leaves no line
+        text = "\n".join(
+            line
+            for m, (line, _) in zip(unit, lines, strict=True)
+            if m.role != "assistant" or line.partition(": ")[2].strip()
+        )
         people = "\n".join(
             line for m, (line, _) in zip(unit, lines, strict=True) if m.role != "assistant"
         )

@@ -24,7 +24,13 @@ from langchain_core.runnables import RunnableConfig
 
 from retrievalagent.aliases import AliasFinder, SearchFact, new_search_fact
 from retrievalagent.index import LexicalEncoder, VectorIndex
-from retrievalagent.memory import EARLIER, Preference, find_preference, said_by_user
+from retrievalagent.memory import (
+    EARLIER,
+    NOTHING_FOUND,
+    Preference,
+    find_preference,
+    said_by_user,
+)
 from retrievalagent.models._base import Answer, AnswerRequest
 from retrievalagent.types import Grade, Source
 
@@ -174,9 +180,9 @@ class ExtractiveAnswerer:
                 GENERATED_BY,
                 llm=False,
             )
-        if not request.sources:
+        if not request.sources:  # what the user said before still bears on it
             return Answer(
-                "I could not find anything about this in the indexed documents.",
+                NOTHING_FOUND + _earlier(request.earlier),
                 GENERATED_BY,
                 llm=False,
             )
