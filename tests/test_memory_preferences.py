@@ -420,6 +420,69 @@ def test_offline_a_preference_taken_back_in_the_same_message_is_not_stored(
 
 
 @pytest.mark.parametrize(
+    ("first", "then", "kept"),
+    [
+        ("I prefer answers in German.", "Actually, English.", "Answer in English."),
+        ("Answer in French.", "No, Spanish please.", "Answer in Spanish."),
+        ("Call me Robert.", "No, Bob.", "Address the user as Bob."),
+        ("Keep answers short.", "Sorry, I meant detailed.", "Give detailed answers."),
+        # not a correction: the message before stated no preference, or this one no value
+        ("What is hybrid search?", "Actually, English.", None),
+        ("I prefer answers in German.", "Actually, thanks.", "Answer in German."),
+    ],
+)
+def test_offline_a_correction_sent_as_the_next_message_changes_the_preference(
+    make_agent: Callable[..., Any], sample_docs: Path, first: str, then: str, kept: str | None
+) -> None:
+    """A user who sends "I prefer answers in German." and then, as the next message,
+    "Actually, English." wants English. Before, the second message was no preference on
+    its own, so German stayed in every later prompt."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    rag = make_agent(
+        "offline-next-correction", memory_store=InMemoryStore(), checkpointer=InMemorySaver()
+    )
+    rag.add_documents(sample_docs, progress=False)
+    rag.invoke(first, cfg("gus", "now"))
+    reply = rag.invoke(then, cfg("gus", "now"))
+    later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+    stored = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+    if kept is None:
+        assert stored == [], stored
+        assert "standing preferences" not in later.memory_context
+        return
+    assert stored == [kept]
+    assert later.memory_context.endswith(f"- {kept}"), later.memory_context
+    if kept != "Answer in German.":
+        assert kept in reply.answer  # the offline reply says what it noted
+    # the same two messages in an imported history
+    rag.remember(
+        [
+            {"role": "user", "content": first},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": then},
+        ],
+        user_id="ida",
+        thread_id="old",
+    )
+    assert [m["text"] for m in rag.list_memories("ida") if m["kind"] == "preference"] == [kept]
+
+
+def test_offline_a_bare_correction_in_a_new_conversation_changes_nothing(
+    make_agent: Callable[..., Any],
+) -> None:
+    """Only the user's message just before it is corrected: "Actually, English." as the
+    first message of another conversation is no preference."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    rag = make_agent("offline-bare", memory_store=InMemoryStore(), checkpointer=InMemorySaver())
+    rag.invoke("I prefer answers in German.", cfg("gus", "one"))
+    rag.invoke("Actually, English.", cfg("gus", "two"))
+    stored = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+    assert stored == ["Answer in German."]
+
+
+@pytest.mark.parametrize(
     ("message", "name"),
     [
         ("Call me Robert. No, Bob.", "Bob"),

@@ -283,17 +283,23 @@ def _sentence_preference(sentence: str) -> Preference | None:
     return None
 
 
-def _sentences(message: str) -> list[tuple[str, Preference | None]]:
+def _sentences(message: str, after: str = "") -> list[tuple[str, Preference | None]]:
     """Each sentence of ``message`` and the preference it states (None for a question or
     anything else): a sentence counts only as a whole, or as a correction of the one just
     before it ("Actually, English."), which one that withdraws it leaves stating nothing
-    ("Actually, no.")."""
+    ("Actually, no."). ``message``'s first sentence may correct the last preference of
+    ``after``, the user's message just before it ("I prefer answers in German." then
+    "Actually, English.")."""
     out: list[tuple[str, Preference | None]] = []
+    earlier = preferences_in(after) if after else []
+    last = earlier[-1][1] if earlier else None
     for raw in _SENTENCES.split(message):
         sentence = " ".join(raw.split()).rstrip(".!").strip()
         if sentence:
             stated = None if sentence.endswith("?") else _sentence_preference(sentence)
-            if stated is None and out and not sentence.endswith("?"):
+            if stated is None and not out and last and not sentence.endswith("?"):
+                stated = _correction(sentence, last)
+            elif stated is None and out and not sentence.endswith("?"):
                 before = out[-1][1]
                 if before and _withdraws(sentence, before):
                     out[-1] = (out[-1][0], None)  # taken back: it states nothing
@@ -303,16 +309,18 @@ def _sentences(message: str) -> list[tuple[str, Preference | None]]:
     return out
 
 
-def find_preference(message: str) -> Preference | None:
-    """The last preference stated in ``message`` (one whole sentence each), or None."""
-    stated = preferences_in(message)
+def find_preference(message: str, *, after: str = "") -> Preference | None:
+    """The last preference stated in ``message`` (one whole sentence each), or None.
+    ``after`` is the user's message before it, which a correction may change."""
+    stated = preferences_in(message, after=after)
     return stated[-1][1] if stated else None
 
 
-def preferences_in(message: str) -> list[tuple[str, Preference]]:
+def preferences_in(message: str, *, after: str = "") -> list[tuple[str, Preference]]:
     """Every preference ``message`` states, with the sentence stating it, in order: an
-    imported message may state several, where a turn's grade keeps one."""
-    return [(sentence, stated) for sentence, stated in _sentences(message) if stated]
+    imported message may state several, where a turn's grade keeps one. ``after``: as
+    ``find_preference``."""
+    return [(sentence, stated) for sentence, stated in _sentences(message, after) if stated]
 
 
 def stated_preferences(message: str) -> list[Preference] | None:

@@ -421,6 +421,13 @@ def _stated(
     cost an import 6% of its time, for the few that state a preference)."""
     when = iso(parse_time(at))
     own = {"", " ".join(user_id.split()).casefold()}
+    mine = [
+        (place, message)
+        for place, message in enumerate(said)
+        if message.role == "user" and message.name.casefold() in own
+    ]
+    # each message after the user's one before it, whose preference it may correct
+    after = ["", *(message.content for _, message in mine)]
     return [
         MemoryRecord(
             fact=preference.instruction,
@@ -436,9 +443,10 @@ def _stated(
             kind=PREFERENCE,
             key=preference.subject,
         )
-        for place, message in enumerate(said)
-        if message.role == "user" and message.name.casefold() in own
-        for order, (sentence, preference) in enumerate(preferences_in(message.content))
+        for (place, message), before in zip(mine, after, strict=False)
+        for order, (sentence, preference) in enumerate(
+            preferences_in(message.content, after=before)
+        )
     ]
 
 

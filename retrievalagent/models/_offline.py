@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from retrievalagent.aliases import AliasFinder, SearchFact, new_search_fact
@@ -79,12 +80,22 @@ def _earlier(recalled: Sequence[tuple[str, str]]) -> str:
     return ""
 
 
-def stated_preference_only(message: str) -> Preference | None:
-    """The preference a message states when stating it is all the message does."""
-    preference = find_preference(message)
+def stated_preference_only(message: str, after: str = "") -> Preference | None:
+    """The preference a message states when stating it is all the message does (``after``:
+    as ``find_preference``)."""
+    preference = find_preference(message, after=after)
     if preference is None or "?" in message:
         return None
     return preference
+
+
+def said_before(request: AnswerRequest) -> str:
+    """The user's message before this question in the thread: a preference it stated is
+    what a bare correction now ("Actually, English.") changes."""
+    for message in reversed(request.history):
+        if isinstance(message, HumanMessage):
+            return str(message.text)
+    return ""
 
 
 @dataclass
@@ -172,7 +183,9 @@ class ExtractiveAnswerer:
         return vectors
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        if (preference := stated_preference_only(request.question)) is not None:
+        if (
+            preference := stated_preference_only(request.question, said_before(request))
+        ) is not None:
             return Answer(
                 f"Noted, I will remember this preference: {preference.instruction} "
                 "(Offline answers quote your documents; a language model configured "
@@ -342,9 +355,10 @@ class EvidenceGrader:
         return fact
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        preference = find_preference(request.question)
+        before = said_before(request)
+        preference = find_preference(request.question, after=before)
         if preference is not None:  # rules in memory._preferences (documented)
-            only = stated_preference_only(request.question) is not None
+            only = stated_preference_only(request.question, before) is not None
             confidence = 0.9 if only else self._confidence(request)
             return Grade(
                 sufficient=only or confidence >= self.min_confidence,
