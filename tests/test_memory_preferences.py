@@ -420,19 +420,34 @@ def test_offline_a_preference_taken_back_in_the_same_message_is_not_stored(
 
 
 @pytest.mark.parametrize(
-    ("first", "then", "kept"),
+    ("said", "kept"),
     [
-        ("I prefer answers in German.", "Actually, English.", "Answer in English."),
-        ("Answer in French.", "No, Spanish please.", "Answer in Spanish."),
-        ("Call me Robert.", "No, Bob.", "Address the user as Bob."),
-        ("Keep answers short.", "Sorry, I meant detailed.", "Give detailed answers."),
+        (["I prefer answers in German.", "Actually, English."], ["Answer in English."]),
+        (["Answer in French.", "No, Spanish please."], ["Answer in Spanish."]),
+        (["Keep answers short.", "Sorry, I meant detailed."], ["Give detailed answers."]),
+        (["Answer in German.", "Hmm. Actually, English."], ["Answer in English."]),
+        # a correction of a correction
+        (["Answer in German.", "Actually, English.", "No, French."], ["Answer in French."]),
+        # the subject the value belongs to, though another was stated after it
+        (
+            ["I prefer answers in German. Keep answers short.", "Actually, English."],
+            ["Answer in English.", "Keep answers short."],
+        ),
         # not a correction: the message before stated no preference, or this one no value
-        ("What is hybrid search?", "Actually, English.", None),
-        ("I prefer answers in German.", "Actually, thanks.", "Answer in German."),
+        (["What is hybrid search?", "Actually, English."], []),
+        (["I prefer answers in German.", "Actually, thanks."], ["Answer in German."]),
+        (
+            ["I prefer answers in German.", "What is hybrid search?", "Actually, English."],
+            ["Answer in German."],
+        ),
+        # a name is no closed set: a reply after "Call me Robert." names no one
+        (["Call me Robert.", "Oh, Nice."], ["Address the user as Robert."]),
+        (["Call me Robert.", "Wait, Nevermind."], ["Address the user as Robert."]),
+        (["Call me Robert.", "Sorry, PostgreSQL."], ["Address the user as Robert."]),
     ],
 )
 def test_offline_a_correction_sent_as_the_next_message_changes_the_preference(
-    make_agent: Callable[..., Any], sample_docs: Path, first: str, then: str, kept: str | None
+    make_agent: Callable[..., Any], sample_docs: Path, said: list[str], kept: list[str]
 ) -> None:
     """A user who sends "I prefer answers in German." and then, as the next message,
     "Actually, English." wants English. Before, the second message was no preference on
@@ -443,29 +458,44 @@ def test_offline_a_correction_sent_as_the_next_message_changes_the_preference(
         "offline-next-correction", memory_store=InMemoryStore(), checkpointer=InMemorySaver()
     )
     rag.add_documents(sample_docs, progress=False)
-    rag.invoke(first, cfg("gus", "now"))
-    reply = rag.invoke(then, cfg("gus", "now"))
+    replies = [rag.invoke(message, cfg("gus", "now")) for message in said]
     later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
-    stored = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
-    if kept is None:
-        assert stored == [], stored
-        assert "standing preferences" not in later.memory_context
-        return
-    assert stored == [kept]
-    assert later.memory_context.endswith(f"- {kept}"), later.memory_context
-    if kept != "Answer in German.":
-        assert kept in reply.answer  # the offline reply says what it noted
-    # the same two messages in an imported history
+    stored = sorted(m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference")
+    assert stored == kept
+    shown = later.memory_context.partition("standing preferences")[2]
+    assert sorted(re.findall(r"^- (.*)$", shown, re.MULTILINE)) == kept, later.memory_context
+    if "Answer in English." in kept and said[-1].endswith("English."):
+        assert "Answer in English." in replies[-1].answer  # the offline reply says what it noted
+    # the same messages in an imported history
+    history: list[dict[str, str]] = []
+    for message in said:
+        history += [{"role": "user", "content": message}, {"role": "assistant", "content": "OK."}]
+    rag.remember(history, user_id="ida", thread_id="old")
+    imported = sorted(m["text"] for m in rag.list_memories("ida") if m["kind"] == "preference")
+    assert imported == kept
+
+
+def test_offline_another_persons_message_is_not_what_a_correction_changes(
+    make_agent: Callable[..., Any],
+) -> None:
+    """In a shared chat, "I prefer answers in German." said by Bob is not the user's, so
+    the user's "Actually, English." after it corrects nothing, in a turn as in an import."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    rag = make_agent("offline-shared", memory_store=InMemoryStore())
+    said_by_bob = HumanMessage("I prefer answers in German.", name="Bob")
+    rag.chat("Actually, English.", history=[said_by_bob, AIMessage("OK.")], config=cfg("gus"))
     rag.remember(
         [
-            {"role": "user", "content": first},
-            {"role": "assistant", "content": "Noted."},
-            {"role": "user", "content": then},
+            {"role": "user", "content": "I prefer answers in German.", "name": "Bob"},
+            {"role": "assistant", "content": "OK."},
+            {"role": "user", "content": "Actually, English."},
         ],
         user_id="ida",
-        thread_id="old",
+        thread_id="shared",
     )
-    assert [m["text"] for m in rag.list_memories("ida") if m["kind"] == "preference"] == [kept]
+    for user in ("gus", "ida"):
+        assert [m["text"] for m in rag.list_memories(user) if m["kind"] == "preference"] == []
 
 
 def test_offline_a_bare_correction_in_a_new_conversation_changes_nothing(

@@ -11,7 +11,7 @@ answer prompt later shows. The table in ``docs/memory.md`` lists these rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = ["LANGUAGES", "Preference", "find_preference", "preferences_in", "stated_preferences"]
@@ -283,44 +283,80 @@ def _sentence_preference(sentence: str) -> Preference | None:
     return None
 
 
-def _sentences(message: str, after: str = "") -> list[tuple[str, Preference | None]]:
+#: Subjects a correction sent as the user's next message may change: those whose values
+#: are a closed set. A name is not one: after "Call me Robert.", a reply such as "Oh,
+#: Nice." or "Sorry, PostgreSQL." names no one.
+_CORRECTED_LATER = frozenset({"language", "length", "tone"})
+
+#: A sentence that may come before a correction sent as the next message ("Hmm. Actually,
+#: English.").
+_INTERJECTION = re.compile(r"^(?:h+m+|oh+|oops|wait|sorry|ah+|uh+|um+|ok(?:ay)?)$", re.IGNORECASE)
+
+
+def _corrected_later(sentence: str, before: Sequence[Preference]) -> Preference | None:
+    """The preference ``sentence`` states by correcting one of ``before`` (what the user's
+    previous message stated, latest last): the latest whose subject takes its value."""
+    for preference in reversed(before):
+        if preference.subject in _CORRECTED_LATER:
+            corrected = _correction(sentence, preference)
+            if corrected is not None:
+                return corrected
+    return None
+
+
+def _sentences(
+    message: str, before: Sequence[Preference] = ()
+) -> list[tuple[str, Preference | None]]:
     """Each sentence of ``message`` and the preference it states (None for a question or
     anything else): a sentence counts only as a whole, or as a correction of the one just
     before it ("Actually, English."), which one that withdraws it leaves stating nothing
-    ("Actually, no."). ``message``'s first sentence may correct the last preference of
-    ``after``, the user's message just before it ("I prefer answers in German." then
-    "Actually, English.")."""
+    ("Actually, no."). ``before``: what the user's previous message stated, which the
+    first sentence may correct ("I prefer answers in German." then "Actually, English.")."""
     out: list[tuple[str, Preference | None]] = []
-    earlier = preferences_in(after) if after else []
-    last = earlier[-1][1] if earlier else None
+    opening = True  # no sentence but an interjection yet
     for raw in _SENTENCES.split(message):
         sentence = " ".join(raw.split()).rstrip(".!").strip()
         if sentence:
             stated = None if sentence.endswith("?") else _sentence_preference(sentence)
-            if stated is None and not out and last and not sentence.endswith("?"):
-                stated = _correction(sentence, last)
+            if stated is None and opening and before and not sentence.endswith("?"):
+                stated = _corrected_later(sentence, before)
             elif stated is None and out and not sentence.endswith("?"):
-                before = out[-1][1]
-                if before and _withdraws(sentence, before):
+                last = out[-1][1]
+                if last and _withdraws(sentence, last):
                     out[-1] = (out[-1][0], None)  # taken back: it states nothing
                 else:
-                    stated = _correction(sentence, out[-1][1])
+                    stated = _correction(sentence, last)
+            opening = opening and stated is None and bool(_INTERJECTION.match(sentence))
             out.append((sentence, stated))
     return out
 
 
-def find_preference(message: str, *, after: str = "") -> Preference | None:
+def last_stated(earlier: Sequence[str]) -> list[Preference]:
+    """What the last of ``earlier`` (the user's messages in a conversation, oldest first)
+    stated, each message read as a correction of the one before it: "Actually, English."
+    after "I prefer answers in German." states English, so that "No, French." after both
+    corrects English. It is what the next message may correct (``before``)."""
+    stated: list[Preference] = []
+    for message in earlier:
+        stated = [p for _, p in preferences_in(message, before=stated)]
+    return stated
+
+
+def find_preference(message: str, *, before: Sequence[Preference] = ()) -> Preference | None:
     """The last preference stated in ``message`` (one whole sentence each), or None.
-    ``after`` is the user's message before it, which a correction may change."""
-    stated = preferences_in(message, after=after)
+    ``before``: what the user's message just before it stated (see ``last_stated``), which a
+    correction ("Actually, English.") changes."""
+    stated = preferences_in(message, before=before)
     return stated[-1][1] if stated else None
 
 
-def preferences_in(message: str, *, after: str = "") -> list[tuple[str, Preference]]:
+def preferences_in(
+    message: str, *, before: Sequence[Preference] = ()
+) -> list[tuple[str, Preference]]:
     """Every preference ``message`` states, with the sentence stating it, in order: an
-    imported message may state several, where a turn's grade keeps one. ``after``: as
+    imported message may state several, where a turn's grade keeps one. ``before``: as
     ``find_preference``."""
-    return [(sentence, stated) for sentence, stated in _sentences(message, after) if stated]
+    return [(sentence, stated) for sentence, stated in _sentences(message, before) if stated]
 
 
 def stated_preferences(message: str) -> list[Preference] | None:

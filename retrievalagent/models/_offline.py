@@ -30,6 +30,7 @@ from retrievalagent.memory import (
     NOTHING_FOUND,
     Preference,
     find_preference,
+    last_stated,
     said_by_user,
 )
 from retrievalagent.models._base import Answer, AnswerRequest
@@ -80,22 +81,22 @@ def _earlier(recalled: Sequence[tuple[str, str]]) -> str:
     return ""
 
 
-def stated_preference_only(message: str, after: str = "") -> Preference | None:
-    """The preference a message states when stating it is all the message does (``after``:
+def stated_preference_only(message: str, before: Sequence[Preference] = ()) -> Preference | None:
+    """The preference a message states when stating it is all the message does (``before``:
     as ``find_preference``)."""
-    preference = find_preference(message, after=after)
+    preference = find_preference(message, before=before)
     if preference is None or "?" in message:
         return None
     return preference
 
 
-def said_before(request: AnswerRequest) -> str:
-    """The user's message before this question in the thread: a preference it stated is
-    what a bare correction now ("Actually, English.") changes."""
-    for message in reversed(request.history):
-        if isinstance(message, HumanMessage):
-            return str(message.text)
-    return ""
+def stated_before(request: AnswerRequest) -> list[Preference]:
+    """What the user's message before this question stated, in the history the model is
+    shown: a bare correction now ("Actually, English.") changes it. Only the user's own
+    messages count: one with a name is another person's, in a shared chat."""
+    return last_stated(
+        [str(m.text) for m in request.history if isinstance(m, HumanMessage) and not m.name]
+    )
 
 
 @dataclass
@@ -184,7 +185,7 @@ class ExtractiveAnswerer:
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
         if (
-            preference := stated_preference_only(request.question, said_before(request))
+            preference := stated_preference_only(request.question, stated_before(request))
         ) is not None:
             return Answer(
                 f"Noted, I will remember this preference: {preference.instruction} "
@@ -355,8 +356,8 @@ class EvidenceGrader:
         return fact
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        before = said_before(request)
-        preference = find_preference(request.question, after=before)
+        before = stated_before(request)
+        preference = find_preference(request.question, before=before)
         if preference is not None:  # rules in memory._preferences (documented)
             only = stated_preference_only(request.question, before) is not None
             confidence = 0.9 if only else self._confidence(request)
