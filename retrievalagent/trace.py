@@ -326,6 +326,12 @@ class WriteMemoryEvent(TypedDict, total=False):
     fact: Annotated[
         str, "the memory's text (scheduled or already known); in a late event, what failed"
     ]
+    also: Annotated[
+        list[str],
+        "with a preference: the other preferences the same message states (a grade holds "
+        "one; the offline rules find the rest when they find the grade's), written beside "
+        "it, also when it is `already_known`",
+    ]
     skipped: Annotated[
         str,
         "why no memory is written: `no_memory_backend`, `not_worth_storing`, "

@@ -29,6 +29,9 @@ STATEMENTS = {
     "Please answer in French from now on.": ("language", "Answer in French."),
     "Keep answers short.": ("length", "Keep answers short."),
     "Use bullet points.": ("format", "Format answers as bullet points."),
+    # two: the model's grade holds the last
+    "I prefer answers in German. Keep answers short.": ("length", "Keep answers short."),
+    "I prefer answers in German. Keep answers brief.": ("length", "Be brief."),
 }
 
 
@@ -154,6 +157,48 @@ def test_a_preference_applies_to_every_later_turn_of_its_user_only(
         ("preference", "language", "Answer in French.")
     ]
     assert {m["kind"] for m in rag.list_memories("bob")} == {"conversation"}  # what bob said
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_preference_one_message_states_reaches_later_prompts(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    """A grade holds one memory, so "I prefer answers in German. Keep answers short." kept
+    only the shorter answers, and German never reached a later prompt."""
+    rag = build(backend)
+    said = rag.invoke("I prefer answers in German. Keep answers short.", cfg("ann", "one"))
+    rag.invoke("What is hybrid search?", cfg("ann", "two"))
+    prompt = hosted.prompt("What is hybrid search?")
+    assert "- Answer in German." in prompt and "- Keep answers short." in prompt
+    (write,) = said.events("write_memory")
+    assert write["fact"] == "Keep answers short." and write.get("also") == ["Answer in German."]
+    # erasing the conversation erases both
+    rag.forget("ann", thread_id="one")
+    assert [m for m in rag.list_memories("ann") if m["kind"] == "preference"] == []
+    # the rules must find the model's own choice: one they do not know ("Be brief.") is
+    # kept alone, never beside a guess of theirs
+    said = rag.invoke("I prefer answers in German. Keep answers brief.", cfg("bea", "one"))
+    assert "also" not in said.events("write_memory")[0]
+    kept = [m["text"] for m in rag.list_memories("bea") if m["kind"] == "preference"]
+    assert kept == ["Be brief."]
+
+
+def test_offline_every_preference_one_message_states_is_kept_and_noted(
+    make_agent: Callable[..., Any],
+) -> None:
+    rag = make_agent("offline-two", memory_store=InMemoryStore())
+    reply = rag.invoke("I prefer answers in German. Keep answers short.", cfg("gus", "one"))
+    assert "these preferences: Answer in German. Keep answers short." in reply.answer
+    later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+    shown = later.memory_context.partition("standing preferences")[2]
+    assert sorted(re.findall(r"^- (.*)$", shown, re.MULTILINE)) == [
+        "Answer in German.",
+        "Keep answers short.",
+    ]
+    # said again in the same conversation: nothing new is written
+    again = rag.invoke("I prefer answers in German. Keep answers short.", cfg("gus", "one"))
+    (write,) = again.events("write_memory")
+    assert write.get("skipped") == "already_known" and "also" not in write
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

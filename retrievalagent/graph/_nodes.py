@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone, tzinfo
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -53,7 +53,9 @@ from retrievalagent.memory import (
     alias_of,
     iso,
     kind_of,
+    last_stated,
     parse_time,
+    preferences_in,
     said_of,
     typed_alias,
     user_id_from_config,
@@ -219,6 +221,29 @@ def _who_and_when(config: RunnableConfig) -> tuple[str, str, str]:
     """The turn's user, time and time zone name, from its config (``ConfigError`` naming a
     bad one)."""
     return user_id_from_config(config), _asked_at(config), _asked_zone(config)
+
+
+def _written(memory: MemoryBackend, record: MemoryRecord) -> _Write:
+    """The background write of one memory the grade chose."""
+    return _Write(
+        f"{memory.name}: {record.fact}",
+        lambda: memory.add(record),
+        lambda: memory.aadd(record),
+        record.user_id,
+        record.fact,
+    )
+
+
+def _known(state: AgentState, record: MemoryRecord) -> bool:
+    """Whether ``record`` was recalled this turn and learned in this conversation: nothing
+    new. Said again in another, it is written again so that it belongs to the newer one
+    (erasing the older conversation must not take a preference the user still states)."""
+    recalled = {
+        (m.get("kind", "search_fact"), m.get("text", "").strip().lower(), m.get("thread_id"))
+        for m in state.get("memories") or []
+    }
+    said = (record.kind, record.fact.strip().lower(), record.metadata["thread_id"])
+    return said in recalled
 
 
 def _thread_of(config: RunnableConfig | None) -> str:
@@ -931,11 +956,13 @@ class Nodes:
 
     def _write_plan(
         self, state: AgentState, config: RunnableConfig
-    ) -> tuple[WriteMemoryEvent, MemoryRecord | None]:
+    ) -> tuple[WriteMemoryEvent, list[MemoryRecord]]:
+        """The turn's ``write_memory`` event and the memories the grade's choice writes: its
+        fact, and the other preferences stated beside it (``_stated_beside``)."""
         fact = state.get("memory_fact") or ""
         grade = state.get("grade") or {}
         if self.components.memory is None:
-            return {"node": "write_memory", "skipped": "no_memory_backend"}, None
+            return {"node": "write_memory", "skipped": "no_memory_backend"}, []
         if not fact:
             reason = (
                 "not_worth_storing" if not grade.get("memory_worth_storing") else "below_threshold"
@@ -949,26 +976,43 @@ class Nodes:
                 "skipped": reason,
                 "memory_confidence": grade.get("memory_confidence", 0.0),
                 "threshold": self.settings.memory_storage_threshold,
-            }, None
+            }, []
         record = self._record(state, fact, grade, config)
-        # recalled this turn, and learned in this conversation: nothing new. Said again in
-        # another, it is written again so that it belongs to the newer one (erasing the
-        # older conversation must not take a preference the user still states)
-        recalled = {
-            (m.get("kind", "search_fact"), m.get("text", "").strip().lower(), m.get("thread_id"))
-            for m in state.get("memories") or []
-        }
-        thread = record.metadata["thread_id"]
-        if (record.kind, fact.strip().lower(), thread) in recalled:
-            return {"node": "write_memory", "skipped": "already_known", "fact": fact}, None
-        return {
-            "node": "write_memory",
-            "scheduled": True,
-            "backend": self.components.memory.name,
-            "kind": record.kind,
-            "key": record.key,
-            "fact": fact,
-        }, record
+        beside = self._stated_beside(state, record) if record.kind == PREFERENCE else []
+        event: WriteMemoryEvent
+        if _known(state, record):
+            event = {"node": "write_memory", "skipped": "already_known", "fact": fact}
+        else:
+            event = {
+                "node": "write_memory",
+                "scheduled": True,
+                "backend": self.components.memory.name,
+                "kind": record.kind,
+                "key": record.key,
+                "fact": fact,
+            }
+        if beside:
+            event["also"] = [r.fact for r in beside]
+        return event, ([record] if "scheduled" in event else []) + beside
+
+    def _stated_beside(self, state: AgentState, record: MemoryRecord) -> list[MemoryRecord]:
+        """The other preferences the question states beside the grade's (a grade holds one:
+        "I prefer answers in German. Keep answers short." is two), by the offline rules,
+        when those rules find the grade's own: each subject's last, not known already."""
+        shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
+        before = last_stated(
+            [content_text(m.content) for m in shown if isinstance(m, HumanMessage) and not m.name]
+        )
+        stated = {p.subject: p for _, p in preferences_in(state["question"], before=before)}
+        own = stated.get(record.key)
+        if own is None or own.instruction != record.fact:
+            return []
+        beside = [
+            replace(record, fact=p.instruction, key=p.subject, metadata=dict(record.metadata))
+            for p in stated.values()
+            if p.subject != record.key
+        ]
+        return [r for r in beside if not _known(state, r)]
 
     def _record(
         self, state: AgentState, fact: str, grade: dict[str, Any], config: RunnableConfig
@@ -1004,19 +1048,9 @@ class Nodes:
     ) -> tuple[WriteMemoryEvent, list[_Write]]:
         """The turn's trace event and its background writes: a search fact or preference
         the grade chose, the exchange, and (with an extractor) the facts the user stated."""
-        event, record = self._write_plan(state, config)
-        writes: list[_Write] = []
+        event, records = self._write_plan(state, config)
         memory = self.components.memory
-        if record is not None and memory is not None:
-            writes.append(
-                _Write(
-                    f"{memory.name}: {record.fact}",
-                    lambda: memory.add(record),
-                    lambda: memory.aadd(record),
-                    record.user_id,
-                    record.fact,
-                )
-            )
+        writes = [_written(memory, one) for one in records] if memory is not None else []
         conversation, more = self._conversation_writes(state, config, reply)
         if memory is not None:
             event["conversation"] = conversation

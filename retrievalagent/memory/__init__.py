@@ -44,7 +44,12 @@ from retrievalagent.memory._embedded import embedded_mem0, embedded_mem0_path, p
 from retrievalagent.memory._extract import ExtractedFact, FactExtractor
 from retrievalagent.memory._keys import alias_key, typed_alias
 from retrievalagent.memory._mem0 import Mem0Backend
-from retrievalagent.memory._preferences import Preference, find_preference, last_stated
+from retrievalagent.memory._preferences import (
+    Preference,
+    find_preference,
+    last_stated,
+    preferences_in,
+)
 from retrievalagent.memory._recall import MemoryReader, ReadPolicy, ReadResult, alias_of
 from retrievalagent.memory._store import StoreBackend
 from retrievalagent.memory._temporal import dated_line, iso, parse_time
@@ -89,6 +94,7 @@ __all__ = [
     "last_stated",
     "memory_info",
     "parse_time",
+    "preferences_in",
     "prepare_mem0_import",
     "responses_item",
     "said_by_user",

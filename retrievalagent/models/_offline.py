@@ -23,6 +23,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from retrievalagent._inputs import content_text
 from retrievalagent.aliases import AliasFinder, SearchFact, new_search_fact
 from retrievalagent.index import LexicalEncoder, VectorIndex
 from retrievalagent.memory import (
@@ -31,6 +32,7 @@ from retrievalagent.memory import (
     Preference,
     find_preference,
     last_stated,
+    preferences_in,
     said_by_user,
 )
 from retrievalagent.models._base import Answer, AnswerRequest
@@ -95,7 +97,11 @@ def stated_before(request: AnswerRequest) -> list[Preference]:
     shown: a bare correction now ("Actually, English.") changes it. Only the user's own
     messages count: one with a name is another person's, in a shared chat."""
     return last_stated(
-        [str(m.text) for m in request.history if isinstance(m, HumanMessage) and not m.name]
+        [
+            content_text(m.content)
+            for m in request.history
+            if isinstance(m, HumanMessage) and not m.name
+        ]
     )
 
 
@@ -184,11 +190,13 @@ class ExtractiveAnswerer:
         return vectors
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        if (
-            preference := stated_preference_only(request.question, stated_before(request))
-        ) is not None:
+        before = stated_before(request)
+        if stated_preference_only(request.question, before) is not None:
+            stated = {p.subject: p for _, p in preferences_in(request.question, before=before)}
+            noted = " ".join(p.instruction for p in stated.values())
+            these = "this preference" if len(stated) == 1 else "these preferences"
             return Answer(
-                f"Noted, I will remember this preference: {preference.instruction} "
+                f"Noted, I will remember {these}: {noted} "
                 "(Offline answers quote your documents; a language model configured "
                 "later will follow it.)",
                 GENERATED_BY,
