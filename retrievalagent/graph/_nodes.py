@@ -1000,9 +1000,7 @@ class Nodes:
         "I prefer answers in German. Keep answers short." is two), by the offline rules,
         when those rules find the grade's own: each subject's last, not known already."""
         shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
-        before = last_stated(
-            [content_text(m.content) for m in shown if isinstance(m, HumanMessage) and not m.name]
-        )
+        before = last_stated(shown)  # as the grader saw it (``_request``)
         stated = {p.subject: p for _, p in preferences_in(state["question"], before=before)}
         own = stated.get(record.key)
         if own is None or own.instruction != record.fact:

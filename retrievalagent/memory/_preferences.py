@@ -14,7 +14,18 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["LANGUAGES", "Preference", "find_preference", "preferences_in", "stated_preferences"]
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from retrievalagent._inputs import content_text
+
+__all__ = [
+    "LANGUAGES",
+    "Preference",
+    "find_preference",
+    "last_stated",
+    "preferences_in",
+    "stated_preferences",
+]
 
 LANGUAGES = frozenset(
     [
@@ -331,14 +342,16 @@ def _sentences(
     return out
 
 
-def last_stated(earlier: Sequence[str]) -> list[Preference]:
-    """What the last of ``earlier`` (the user's messages in a conversation, oldest first)
-    stated, each message read as a correction of the one before it: "Actually, English."
-    after "I prefer answers in German." states English, so that "No, French." after both
-    corrects English. It is what the next message may correct (``before``)."""
+def last_stated(history: Sequence[BaseMessage]) -> list[Preference]:
+    """What the user's last message in ``history`` stated, each of the user's messages read
+    as a correction of the one before it: "Actually, English." after "I prefer answers in
+    German." states English, so that "No, French." after both corrects English. It is what
+    the next message may correct (``before``). Only the user's own messages count: one
+    with a name is another person's, in a shared chat."""
     stated: list[Preference] = []
-    for message in earlier:
-        stated = [p for _, p in preferences_in(message, before=stated)]
+    for message in history:
+        if isinstance(message, HumanMessage) and not message.name:
+            stated = [p for _, p in preferences_in(content_text(message.content), before=stated)]
     return stated
 
 

@@ -20,10 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from retrievalagent._inputs import content_text
 from retrievalagent.aliases import AliasFinder, SearchFact, new_search_fact
 from retrievalagent.index import LexicalEncoder, VectorIndex
 from retrievalagent.memory import (
@@ -90,19 +88,6 @@ def stated_preference_only(message: str, before: Sequence[Preference] = ()) -> P
     if preference is None or "?" in message:
         return None
     return preference
-
-
-def stated_before(request: AnswerRequest) -> list[Preference]:
-    """What the user's message before this question stated, in the history the model is
-    shown: a bare correction now ("Actually, English.") changes it. Only the user's own
-    messages count: one with a name is another person's, in a shared chat."""
-    return last_stated(
-        [
-            content_text(m.content)
-            for m in request.history
-            if isinstance(m, HumanMessage) and not m.name
-        ]
-    )
 
 
 @dataclass
@@ -190,7 +175,7 @@ class ExtractiveAnswerer:
         return vectors
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
-        before = stated_before(request)
+        before = last_stated(request.history)
         if stated_preference_only(request.question, before) is not None:
             stated = {p.subject: p for _, p in preferences_in(request.question, before=before)}
             noted = " ".join(p.instruction for p in stated.values())
@@ -364,7 +349,7 @@ class EvidenceGrader:
         return fact
 
     def grade(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Grade:
-        before = stated_before(request)
+        before = last_stated(request.history)
         preference = find_preference(request.question, before=before)
         if preference is not None:  # rules in memory._preferences (documented)
             only = stated_preference_only(request.question, before) is not None
