@@ -183,6 +183,69 @@ def test_every_preference_one_message_states_reaches_later_prompts(
     assert kept == ["Be brief."]
 
 
+def test_preferences_of_one_message_are_listed_and_shown_in_one_order(
+    make_agent: Callable[..., Any],
+) -> None:
+    """They share their time; written at once, they came back in any order, so the prompt
+    changed from one run to the next. They are newest first, the last said first."""
+    rag = make_agent("offline-order", memory_store=InMemoryStore())
+    rag.invoke(
+        "Answer in German. Keep answers short. Use a formal tone. Use bullet points.",
+        cfg("gus", "one"),
+    )
+    said_last_first = [
+        "Format answers as bullet points.",
+        "Use a formal tone.",
+        "Keep answers short.",
+        "Answer in German.",
+    ]
+    later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+    shown = later.memory_context.partition("standing preferences")[2]
+    assert re.findall(r"^- (.*)$", shown, re.MULTILINE) == said_last_first
+    kept = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+    assert kept == said_last_first
+
+
+class _ModelGrade:
+    """A hosted model's structured grade, naming a preference's subject its own way."""
+
+    def __init__(self, key: str, fact: str) -> None:
+        self.key, self.fact = key, fact
+
+    def grade(self, request: Any, config: Any = None) -> Any:
+        from retrievalagent.types import Grade
+
+        return Grade(
+            sufficient=True,
+            confidence=0.9,
+            memory_worth_storing=True,
+            memory_kind="preference",
+            memory_key=self.key,
+            memory_confidence=0.95,
+            memory_fact=self.fact,
+        )
+
+    async def agrade(self, request: Any, config: Any = None) -> Any:
+        return self.grade(request, config)
+
+
+@pytest.mark.parametrize("key", ["Language preference", "LANGUAGE", "lang"])
+def test_a_models_subject_is_kept_as_the_rules_name_it(
+    make_agent: Callable[..., Any], key: str
+) -> None:
+    """A model that called the subject "Language preference" once and "language" later
+    left both in every prompt: "Answer in German." beside "Answer in French."."""
+    rag = make_agent("model-subjects", memory_store=InMemoryStore())
+    with rag.override(grader=_ModelGrade(key, "Answer in German.")):
+        rag.invoke("I prefer answers in German.", cfg("gus", "one"))
+    with rag.override(grader=_ModelGrade("length", "Keep answers short.")):
+        rag.invoke("Keep answers short. I prefer answers in French.", cfg("gus", "two"))
+    later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+    assert "German" not in later.memory_context
+    kept = {m["key"]: m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"}
+    assert kept == {"language": "Answer in French.", "length": "Keep answers short."}
+
+
 def test_offline_every_preference_one_message_states_is_kept_and_noted(
     make_agent: Callable[..., Any],
 ) -> None:
@@ -471,6 +534,8 @@ def test_offline_a_preference_taken_back_in_the_same_message_is_not_stored(
         (["Answer in French.", "No, Spanish please."], ["Answer in Spanish."]),
         (["Keep answers short.", "Sorry, I meant detailed."], ["Give detailed answers."]),
         (["Answer in German.", "Hmm. Actually, English."], ["Answer in English."]),
+        (["Answer in German.", "Well. Actually, English."], ["Answer in English."]),
+        (["Answer in German.", "Ah, OK. Actually, English."], ["Answer in English."]),
         # a correction of a correction
         (["Answer in German.", "Actually, English.", "No, French."], ["Answer in French."]),
         # the subject the value belongs to, though another was stated after it

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -57,6 +56,7 @@ from retrievalagent.memory import (
     parse_time,
     preferences_in,
     said_of,
+    subject_of,
     typed_alias,
     user_id_from_config,
 )
@@ -168,7 +168,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-_SUBJECT_UNSAFE = re.compile(r"[^a-z0-9]+")
 _SEARCH = "memory search"  # what a recall that times out is called in its error
 
 
@@ -223,15 +222,21 @@ def _who_and_when(config: RunnableConfig) -> tuple[str, str, str]:
     return user_id_from_config(config), _asked_at(config), _asked_zone(config)
 
 
-def _written(memory: MemoryBackend, record: MemoryRecord) -> _Write:
-    """The background write of one memory the grade chose."""
-    return _Write(
-        f"{memory.name}: {record.fact}",
-        lambda: memory.add(record),
-        lambda: memory.aadd(record),
-        record.user_id,
-        record.fact,
-    )
+def _written(memory: MemoryBackend, records: Sequence[MemoryRecord]) -> _Write:
+    """The background write of the memories the grade chose, one after the other in the
+    order said: those of one message share their time, and a listing orders them by when
+    each was stored (written at once, they came back in any order)."""
+
+    def sync() -> None:
+        for record in records:
+            memory.add(record)
+
+    async def async_() -> None:
+        for record in records:
+            await memory.aadd(record)
+
+    what = " ".join(record.fact for record in records)
+    return _Write(f"{memory.name}: {what}", sync, async_, records[0].user_id, what)
 
 
 def _known(state: AgentState, record: MemoryRecord) -> bool:
@@ -958,7 +963,7 @@ class Nodes:
         self, state: AgentState, config: RunnableConfig
     ) -> tuple[WriteMemoryEvent, list[MemoryRecord]]:
         """The turn's ``write_memory`` event and the memories the grade's choice writes: its
-        fact, and the other preferences stated beside it (``_stated_beside``)."""
+        fact, and the other preferences stated with it (``_stated_with``)."""
         fact = state.get("memory_fact") or ""
         grade = state.get("grade") or {}
         if self.components.memory is None:
@@ -978,11 +983,10 @@ class Nodes:
                 "threshold": self.settings.memory_storage_threshold,
             }, []
         record = self._record(state, fact, grade, config)
-        beside = self._stated_beside(state, record) if record.kind == PREFERENCE else []
+        stated = self._stated_with(state, record) if record.kind == PREFERENCE else [record]
+        new = [r for r in stated if not _known(state, r)]
         event: WriteMemoryEvent
-        if _known(state, record):
-            event = {"node": "write_memory", "skipped": "already_known", "fact": fact}
-        else:
+        if record in new:
             event = {
                 "node": "write_memory",
                 "scheduled": True,
@@ -991,26 +995,28 @@ class Nodes:
                 "key": record.key,
                 "fact": fact,
             }
-        if beside:
-            event["also"] = [r.fact for r in beside]
-        return event, ([record] if "scheduled" in event else []) + beside
+        else:
+            event = {"node": "write_memory", "skipped": "already_known", "fact": fact}
+        if beside := [r.fact for r in new if r is not record]:
+            event["also"] = beside
+        return event, new
 
-    def _stated_beside(self, state: AgentState, record: MemoryRecord) -> list[MemoryRecord]:
-        """The other preferences the question states beside the grade's (a grade holds one:
-        "I prefer answers in German. Keep answers short." is two), by the offline rules,
-        when those rules find the grade's own: each subject's last, not known already."""
+    def _stated_with(self, state: AgentState, record: MemoryRecord) -> list[MemoryRecord]:
+        """The grade's preference and the others the question states beside it (a grade
+        holds one: "I prefer answers in German. Keep answers short." is two), in the order
+        said, by the offline rules when they find the grade's own: each subject's last."""
         shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
         before = last_stated(shown)  # as the grader saw it (``_request``)
         stated = {p.subject: p for _, p in preferences_in(state["question"], before=before)}
         own = stated.get(record.key)
         if own is None or own.instruction != record.fact:
-            return []
-        beside = [
-            replace(record, fact=p.instruction, key=p.subject, metadata=dict(record.metadata))
+            return [record]
+        return [
+            record
+            if p is own
+            else replace(record, fact=p.instruction, key=p.subject, metadata=dict(record.metadata))
             for p in stated.values()
-            if p.subject != record.key
         ]
-        return [r for r in beside if not _known(state, r)]
 
     def _record(
         self, state: AgentState, fact: str, grade: dict[str, Any], config: RunnableConfig
@@ -1021,8 +1027,7 @@ class Nodes:
         kind = kind_of(grade.get("memory_kind"))
         given = _one_line(str(grade.get("memory_key") or ""))[:80]
         if kind == PREFERENCE:
-            key = _SUBJECT_UNSAFE.sub("-", given.lower()).strip("-")[:40]
-            alias = ""
+            key, alias = subject_of(given, fact), ""
         else:
             alias = typed_alias(self.components.searcher.encoder, given, state["question"], fact)
             key = alias_key(self.components.searcher.encoder, alias) if alias else ""
@@ -1048,7 +1053,7 @@ class Nodes:
         the grade chose, the exchange, and (with an extractor) the facts the user stated."""
         event, records = self._write_plan(state, config)
         memory = self.components.memory
-        writes = [_written(memory, one) for one in records] if memory is not None else []
+        writes = [_written(memory, records)] if memory is not None and records else []
         conversation, more = self._conversation_writes(state, config, reply)
         if memory is not None:
             event["conversation"] = conversation

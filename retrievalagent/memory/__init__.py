@@ -49,6 +49,7 @@ from retrievalagent.memory._preferences import (
     find_preference,
     last_stated,
     preferences_in,
+    subject_of,
 )
 from retrievalagent.memory._recall import MemoryReader, ReadPolicy, ReadResult, alias_of
 from retrievalagent.memory._store import StoreBackend
@@ -101,6 +102,7 @@ __all__ = [
     "said_in",
     "said_of",
     "something_said",
+    "subject_of",
     "typed_alias",
     "unread_keys",
     "unread_warning",

@@ -25,6 +25,7 @@ __all__ = [
     "last_stated",
     "preferences_in",
     "stated_preferences",
+    "subject_of",
 ]
 
 LANGUAGES = frozenset(
@@ -301,7 +302,10 @@ _CORRECTED_LATER = frozenset({"language", "length", "tone"})
 
 #: A sentence that may come before a correction sent as the next message ("Hmm. Actually,
 #: English.").
-_INTERJECTION = re.compile(r"^(?:h+m+|oh+|oops|wait|sorry|ah+|uh+|um+|ok(?:ay)?)$", re.IGNORECASE)
+_INTERJECTION = re.compile(
+    r"^(?:(?:h+m+|oh+|oops|wait|sorry|ah+|uh+|um+|ok(?:ay)?|alright|well|right|so)[,\s]*)+$",
+    re.IGNORECASE,
+)
 
 
 def _corrected_later(sentence: str, before: Sequence[Preference]) -> Preference | None:
@@ -340,6 +344,22 @@ def _sentences(
             opening = opening and stated is None and bool(_INTERJECTION.match(sentence))
             out.append((sentence, stated))
     return out
+
+
+_UNSAFE = re.compile(r"[^a-z0-9]+")
+
+
+def subject_of(key: str, instruction: str) -> str:
+    """The subject a model's preference is kept under, so that a newer one on the same
+    subject replaces it: the rules' own for an instruction they read ("Answer in
+    German."), else the rules' subject the key names ("Language preference"), else the key
+    made safe. A model names one subject many ways; the rules name it one way."""
+    read = find_preference(instruction)
+    if read is not None:
+        return read.subject
+    safe = _UNSAFE.sub("-", key.lower()).strip("-")[:40]
+    named = [s.name for s in _SUBJECTS if s.name in safe.split("-")]
+    return named[0] if len(named) == 1 else safe
 
 
 def last_stated(history: Sequence[BaseMessage]) -> list[Preference]:
