@@ -246,6 +246,28 @@ def test_a_models_subject_is_kept_as_the_rules_name_it(
     assert kept == {"language": "Answer in French.", "length": "Keep answers short."}
 
 
+@pytest.mark.parametrize("backend", ["store", "postgres", "mem0"])
+def test_an_imported_preference_keeps_its_messages_metadata(
+    build: Callable[..., Any], hosted: HostedModel, backend: str
+) -> None:
+    """ "Each message's metadata is kept with whatever is stored from it": the preference
+    an imported message states came back with no sources."""
+    rag = build(backend)
+    said = [
+        {"role": "user", "content": "Hello.", "metadata": {"turn": 1}},
+        {"role": "assistant", "content": "Hi."},
+        {"role": "user", "content": "I prefer answers in German.", "metadata": {"turn": 3}},
+    ]
+    stored = rag.remember(said, user_id="ida", thread_id="old")
+    for found in (
+        stored,
+        rag.list_memories("ida"),
+        rag.recall("How do I restore a backup?", user_id="ida"),
+    ):
+        (preference,) = [m for m in found if m["kind"] == "preference"]
+        assert preference["sources"] == [{"turn": 3}], found
+
+
 def test_offline_every_preference_one_message_states_is_kept_and_noted(
     make_agent: Callable[..., Any],
 ) -> None:

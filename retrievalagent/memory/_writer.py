@@ -438,6 +438,7 @@ def _stated(
                     "collection": collection,
                     "thread_id": thread_id,
                     "at": message.at or when,
+                    "sources": [source_of(message)],
                     STATEMENT: _statement(thread_id, place, order, sentence),
                 },
                 kind=PREFERENCE,
