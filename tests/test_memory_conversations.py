@@ -3353,6 +3353,10 @@ PASTED = [
     # a user, then a password-shaped value
     ("login: bob / Qx7!mmz9pL", "Qx7!mmz9pL"),
     ("user=bob, Zk9pqrW1 works", "Zk9pqrW1"),
+    # shapes an outside check found kept (2026-12-07)
+    ("login with admin / Adm1nPa55!", "Adm1nPa55"),
+    ("use this key: Zr8LqP2mX9vK4tW7", "Zr8LqP2mX9vK4tW7"),
+    ("Here is my token, abcd1234efgh5678ijkl", "abcd1234efgh5678ijkl"),
     # a payment card pasted whole: its number (in groups or not) and its code
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "1111 1111"),
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "cvv 123"),
@@ -3383,6 +3387,10 @@ def test_common_secret_shapes_are_never_kept(pasted: str, secret: str) -> None:
 
 #: Text about passwords, flags and ids that holds no secret.
 ORDINARY = [
+    "press the key: Enter",
+    "the key: F5 refreshes the page",
+    "the token, as I said, expired",
+    "login with admin / admin",
     # runs of digits that are no payment card (the wrong check digit or first digit)
     "order 4111 1111 1111 1112 shipped",
     "call me at +44 20 7946 0958",

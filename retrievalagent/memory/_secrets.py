@@ -186,10 +186,12 @@ _USER_PASSWORD = re.compile(
     (?P<value>[^\s"'.,;]*[\d!@#$%^&*+=?~][^\s"']*?)(?=[.,;]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
-# "login: bob / Qx7!mmz9pL", "user=bob, Zk9pqrW1": a user, then a password-shaped value
-# (``_password_shaped``: "user: bob / admin" names a role, not a password)
+# "login: bob / Qx7!mmz9pL", "user=bob, Zk9pqrW1", "login with admin / Adm1nPa55!": a
+# user, then a password-shaped value (``_password_shaped``: "user: bob / admin" names a
+# role, not a password)
 _LOGIN_PAIR = re.compile(
-    r"""\b(?:login|user(?:name)?)[ \t]*[:=][ \t]*[^\s/|,;"']+[ \t]*[/|,][ \t]*
+    r"""\b(?:login|log\ in|sign\ in|user(?:name)?)
+    (?:[ \t]*[:=][ \t]*|[ \t]+(?:with|as)[ \t]+)[^\s/|,;"']+[ \t]*[/|,][ \t]*
     (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -200,8 +202,11 @@ _CREDENTIALS = re.compile(
 )
 # "my password Zk9pqrW1", "token abc123XYZ": no ":" or "is" between, so only a value that
 # cannot be a word of the sentence (letters and digits mixed, see ``_password_shaped``)
+# ("token, abcd1234efgh5678ijkl", "use this key: Zr8LqP2mX9vK4tW7": a comma after the name,
+# or a plain "key" named; a key to press, "key: Enter", is no password's shape)
 _LABEL_THEN_VALUE = re.compile(
-    r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|passwort|kennwort)
+    r"""(?:(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|passwort|kennwort)
+      [ \t]*,?|\bkey[ \t]*:)
     [ \t]+(?P<value>[^\s"',;()\[\]{}<>$%@&`][^\s"',;()\[\]{}<>]{5,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
