@@ -680,7 +680,50 @@ DOCUMENTED_EXAMPLES = {
     "I prefer a friendly tone.": "Use a friendly tone.",
     "Call me Ana.": "Address the user as Ana.",
     "Address me as Dr. Lee.": "Address the user as Dr. Lee.",
+    # a polite request asked as a question
+    "Could you answer in German from now on?": "Answer in German.",
+    "Can you keep answers short, please?": "Keep answers short.",
 }
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("Could you answer in German from now on?", ["Answer in German."]),
+        ("Can you keep answers short, please?", ["Keep answers short."]),
+        ("Would you please use bullet points?", ["Format answers as bullet points."]),
+        # a question about something else: no preference
+        ("Can you answer in German about backups?", []),
+        ("Could you tell me how backups work?", []),
+        ("Why do people prefer answers in German?", []),
+        ("Can you call me back?", []),
+    ],
+)
+def test_offline_a_polite_request_asked_as_a_question_is_a_preference(
+    make_agent: Callable[..., Any], sample_docs: Path, message: str, kept: list[str]
+) -> None:
+    """ "Could you answer in German from now on?" ends with "?", so it was read as a
+    question, and the user's German was never kept."""
+    rag = make_agent("offline-polite", memory_store=InMemoryStore())
+    rag.add_documents(sample_docs, progress=False)
+    reply = rag.invoke(message, cfg("gus", "one"))
+    later = rag.invoke("What is hybrid search?", cfg("gus", "later"))
+    shown = later.memory_context.partition("standing preferences")[2]
+    assert re.findall(r"^- (.*)$", shown, re.MULTILINE) == kept
+    assert ("Noted" in reply.answer) == bool(kept), reply.answer
+
+
+def test_offline_a_polite_request_beside_a_question_is_kept_and_the_question_answered(
+    make_agent: Callable[..., Any], sample_docs: Path
+) -> None:
+    rag = make_agent("offline-polite-question", memory_store=InMemoryStore())
+    rag.add_documents(sample_docs, progress=False)
+    reply = rag.invoke(
+        "Could you answer in German from now on? And what is hybrid search?", cfg("gus", "one")
+    )
+    assert "Noted" not in reply.answer and reply.sources
+    kept = [m["text"] for m in rag.list_memories("gus") if m["kind"] == "preference"]
+    assert kept == ["Answer in German."]
 
 
 def test_offline_rules_recognise_every_documented_example(

@@ -46,6 +46,7 @@ from retrievalagent.memory._keys import alias_key, typed_alias
 from retrievalagent.memory._mem0 import Mem0Backend
 from retrievalagent.memory._preferences import (
     Preference,
+    asks,
     find_preference,
     last_stated,
     preferences_in,
@@ -85,6 +86,7 @@ __all__ = [
     "StoreBackend",
     "alias_key",
     "alias_of",
+    "asks",
     "dated_line",
     "earliest",
     "embedded_mem0",

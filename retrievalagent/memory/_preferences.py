@@ -21,6 +21,7 @@ from retrievalagent._inputs import content_text
 __all__ = [
     "LANGUAGES",
     "Preference",
+    "asks",
     "find_preference",
     "last_stated",
     "preferences_in",
@@ -295,6 +296,29 @@ def _sentence_preference(sentence: str) -> Preference | None:
     return None
 
 
+#: A request asked as a question: "Could you answer in German from now on?"
+_POLITE = re.compile(
+    r"^(?:could|can|would|will)\s+you\s+(?:please\s+)?(?P<request>[^?]+?)(?:,?\s+please)?\s*\?$",
+    re.IGNORECASE,
+)
+
+
+def _requested(question: str) -> Preference | None:
+    """The preference a question asks for when it is a polite request whose request is a
+    whole preference sentence ("Can you keep answers short?"); None for any other question
+    ("Why do people prefer answers in German?", "Can you answer in German about X?")."""
+    polite = _POLITE.match(question)
+    return _sentence_preference(polite.group("request")) if polite else None
+
+
+def asks(message: str) -> bool:
+    """Whether ``message`` asks something: a question that is not a polite request for a
+    preference ("Could you answer in German from now on?" asks nothing of the documents)."""
+    return any(
+        sentence.endswith("?") and stated is None for sentence, stated in _sentences(message)
+    )
+
+
 #: Subjects a correction sent as the user's next message may change: those whose values
 #: are a closed set. A name is not one: after "Call me Robert.", a reply such as "Oh,
 #: Nice." or "Sorry, PostgreSQL." names no one.
@@ -332,10 +356,11 @@ def _sentences(
     for raw in _SENTENCES.split(message):
         sentence = " ".join(raw.split()).rstrip(".!").strip()
         if sentence:
-            stated = None if sentence.endswith("?") else _sentence_preference(sentence)
-            if stated is None and opening and before and not sentence.endswith("?"):
+            asked = sentence.endswith("?")
+            stated = _requested(sentence) if asked else _sentence_preference(sentence)
+            if stated is None and opening and before and not asked:
                 stated = _corrected_later(sentence, before)
-            elif stated is None and out and not sentence.endswith("?"):
+            elif stated is None and out and not asked:
                 last = out[-1][1]
                 if last and _withdraws(sentence, last):
                     out[-1] = (out[-1][0], None)  # taken back: it states nothing

@@ -28,6 +28,7 @@ from retrievalagent.memory import (
     EARLIER,
     NOTHING_FOUND,
     Preference,
+    asks,
     find_preference,
     last_stated,
     preferences_in,
@@ -85,7 +86,7 @@ def stated_preference_only(message: str, before: Sequence[Preference] = ()) -> P
     """The preference a message states when stating it is all the message does (``before``:
     as ``find_preference``)."""
     preference = find_preference(message, before=before)
-    if preference is None or "?" in message:
+    if preference is None or asks(message):
         return None
     return preference
 
