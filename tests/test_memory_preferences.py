@@ -682,7 +682,7 @@ DOCUMENTED_EXAMPLES = {
     "Address me as Dr. Lee.": "Address the user as Dr. Lee.",
     # a polite request asked as a question
     "Could you answer in German from now on?": "Answer in German.",
-    "Can you keep answers short, please?": "Keep answers short.",
+    "Can you keep answers short from now on, please?": "Keep answers short.",
 }
 
 
@@ -690,13 +690,20 @@ DOCUMENTED_EXAMPLES = {
     ("message", "kept"),
     [
         ("Could you answer in German from now on?", ["Answer in German."]),
-        ("Can you keep answers short, please?", ["Keep answers short."]),
-        ("Would you please use bullet points?", ["Format answers as bullet points."]),
-        # a question about something else: no preference
+        ("Can you keep answers short from now on, please?", ["Keep answers short."]),
+        ("Would you please always use bullet points?", ["Format answers as bullet points."]),
+        # a question about something else, what the agent can do, or one answer: none
         ("Can you answer in German about backups?", []),
         ("Could you tell me how backups work?", []),
         ("Why do people prefer answers in German?", []),
+        ("Can you speak German?", []),
+        ("Could you answer in German again?", []),
+        ("Can you keep answers short, please?", []),
+        # a call, not a name
         ("Can you call me back?", []),
+        ("Could you call me Monday from now on?", []),
+        # a request pasted in a code block is not the user's
+        ("My test sends this:\n```\nCould you answer in German from now on?\n```\nWhy?", []),
     ],
 )
 def test_offline_a_polite_request_asked_as_a_question_is_a_preference(

@@ -301,14 +301,24 @@ _POLITE = re.compile(
     r"^(?:could|can|would|will)\s+you\s+(?:please\s+)?(?P<request>[^?]+?)(?:,?\s+please)?\s*\?$",
     re.IGNORECASE,
 )
+#: What makes a request asked as a question a standing one: without it, "Can you speak
+#: German?" asks what the agent can do, and "Could you answer in German again?" asks once.
+_STANDING = re.compile(
+    r"\b(?:from now on|going forward|moving forward|in (?:the )?future|always|by default)\b",
+    re.IGNORECASE,
+)
 
 
 def _requested(question: str) -> Preference | None:
-    """The preference a question asks for when it is a polite request whose request is a
-    whole preference sentence ("Can you keep answers short?"); None for any other question
-    ("Why do people prefer answers in German?", "Can you answer in German about X?")."""
+    """The preference a question asks for when it is a polite request for a standing one
+    whose request is a whole preference sentence ("Can you keep answers short from now
+    on?"); None for any other question ("Why do people prefer answers in German?", "Can
+    you speak German?"). Never a name: "Could you call me Monday?" asks for a call."""
     polite = _POLITE.match(question)
-    return _sentence_preference(polite.group("request")) if polite else None
+    if polite is None or not _STANDING.search(polite.group("request")):
+        return None
+    stated = _sentence_preference(polite.group("request"))
+    return stated if stated is not None and stated.subject != "address" else None
 
 
 def asks(message: str) -> bool:
@@ -343,6 +353,11 @@ def _corrected_later(sentence: str, before: Sequence[Preference]) -> Preference 
     return None
 
 
+#: A fenced code block: what it holds was pasted, not said ("my test sends this prompt:"
+#: and a request in a block is the test's, not the user's).
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
 def _sentences(
     message: str, before: Sequence[Preference] = ()
 ) -> list[tuple[str, Preference | None]]:
@@ -353,7 +368,7 @@ def _sentences(
     first sentence may correct ("I prefer answers in German." then "Actually, English.")."""
     out: list[tuple[str, Preference | None]] = []
     opening = True  # no sentence but an interjection yet
-    for raw in _SENTENCES.split(message):
+    for raw in _SENTENCES.split(_CODE_BLOCK.sub("\n", message)):
         sentence = " ".join(raw.split()).rstrip(".!").strip()
         if sentence:
             asked = sentence.endswith("?")

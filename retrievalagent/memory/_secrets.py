@@ -186,12 +186,10 @@ _USER_PASSWORD = re.compile(
     (?P<value>[^\s"'.,;]*[\d!@#$%^&*+=?~][^\s"']*?)(?=[.,;]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
-# "login: bob / Qx7!mmz9pL", "user=bob, Zk9pqrW1", "login with admin / Adm1nPa55!": a
-# user, then a password-shaped value (``_password_shaped``: "user: bob / admin" names a
-# role, not a password)
+# "login: bob / Qx7!mmz9pL", "user=bob, Zk9pqrW1": a user, then a password-shaped value
+# (``_password_shaped``: "user: bob / admin" names a role, not a password)
 _LOGIN_PAIR = re.compile(
-    r"""\b(?:login|log\ in|sign\ in|user(?:name)?)
-    (?:[ \t]*[:=][ \t]*|[ \t]+(?:with|as)[ \t]+)[^\s/|,;"']+[ \t]*[/|,][ \t]*
+    r"""\b(?:login|user(?:name)?)[ \t]*[:=][ \t]*[^\s/|,;"']+[ \t]*[/|,][ \t]*
     (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -202,12 +200,17 @@ _CREDENTIALS = re.compile(
 )
 # "my password Zk9pqrW1", "token abc123XYZ": no ":" or "is" between, so only a value that
 # cannot be a word of the sentence (letters and digits mixed, see ``_password_shaped``)
-# ("token, abcd1234efgh5678ijkl", "use this key: Zr8LqP2mX9vK4tW7": a comma after the name,
-# or a plain "key" named; a key to press, "key: Enter", is no password's shape)
 _LABEL_THEN_VALUE = re.compile(
-    r"""(?:(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|passwort|kennwort)
-      [ \t]*,?|\bkey[ \t]*:)
+    r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|passwort|kennwort)
     [ \t]+(?P<value>[^\s"',;()\[\]{}<>$%@&`][^\s"',;()\[\]{}<>]{5,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "my token, abcd1234efgh5678ijkl", "use this key: Zr8LqP2mX9vK4tW7": a comma after a
+# secret's name, or a plain "key:", then a value only a generated key has the shape of
+# (``_key_shaped``): after "key:" stand keys to press, regions, database and cache keys
+_LABEL_THEN_KEY = re.compile(
+    r"""(?:(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key)[ \t]*,|\bkey[ \t]*:)
+    [ \t]+(?P<value>[A-Za-z0-9+/=_\-]{16,})(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
 # "my PIN is 4821", "PIN: 4821", "the door code is 2291#": digits after a PIN's name
@@ -755,6 +758,17 @@ def _password_shaped(value: str) -> bool:
     return symbols > 0 or (digits > 0 and (mixed_case or len(value) >= 8))
 
 
+def _key_shaped(value: str) -> bool:
+    """A value shaped as only a generated key or token is: 16 characters or more, at
+    least four letters and four digits, and either both cases ("Zr8LqP2mX9vK4tW7") or
+    letters past "f" (not a hex digest or id, which a commit hash is)."""
+    letters = [c for c in value if c.isalpha()]
+    if len(letters) < 4 or sum(c.isdigit() for c in value) < 4:
+        return False
+    mixed = any(c.isupper() for c in letters) and any(c.islower() for c in letters)
+    return mixed or any(c.lower() > "f" for c in letters)
+
+
 def _config_secret(m: re.Match[str]) -> bool:
     """Whether a config line's value is a secret by its key (``_CONFIG_LINE``): a key with
     a secret's word in it, ending with one ("db_password", "apiToken") or followed by a
@@ -1022,6 +1036,9 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         text = shaped.sub(
             lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
         )
+    text = _LABEL_THEN_KEY.sub(
+        lambda m: masked_value(m) if _key_shaped(m.group("value")) else m.group(0), text
+    )
     if not random_looking:
         return text, count, tuple(found)
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
