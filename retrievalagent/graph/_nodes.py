@@ -50,11 +50,11 @@ from retrievalagent.memory import (
     Said,
     alias_key,
     alias_of,
+    by_subject,
     iso,
     kind_of,
     last_stated,
     parse_time,
-    preferences_in,
     said_of,
     subject_of,
     typed_alias,
@@ -239,16 +239,19 @@ def _written(memory: MemoryBackend, records: Sequence[MemoryRecord]) -> _Write:
     return _Write(f"{memory.name}: {what}", sync, async_, records[0].user_id, what)
 
 
-def _known(state: AgentState, record: MemoryRecord) -> bool:
-    """Whether ``record`` was recalled this turn and learned in this conversation: nothing
-    new. Said again in another, it is written again so that it belongs to the newer one
-    (erasing the older conversation must not take a preference the user still states)."""
-    recalled = {
+def _recalled(state: AgentState) -> set[tuple[str, str, Any]]:
+    """What this turn recalled, as ``_said_as`` tells a memory: one recalled and learned in
+    this conversation is nothing new. Said again in another, it is written again so that it
+    belongs to the newer one (erasing the older conversation must not take a preference the
+    user still states)."""
+    return {
         (m.get("kind", "search_fact"), m.get("text", "").strip().lower(), m.get("thread_id"))
         for m in state.get("memories") or []
     }
-    said = (record.kind, record.fact.strip().lower(), record.metadata["thread_id"])
-    return said in recalled
+
+
+def _said_as(record: MemoryRecord) -> tuple[str, str, Any]:
+    return (record.kind, record.fact.strip().lower(), record.metadata["thread_id"])
 
 
 def _thread_of(config: RunnableConfig | None) -> str:
@@ -984,7 +987,8 @@ class Nodes:
             }, []
         record = self._record(state, fact, grade, config)
         stated = self._stated_with(state, record) if record.kind == PREFERENCE else [record]
-        new = [r for r in stated if not _known(state, r)]
+        recalled = _recalled(state)
+        new = [r for r in stated if _said_as(r) not in recalled]
         event: WriteMemoryEvent
         if record in new:
             event = {
@@ -1007,15 +1011,14 @@ class Nodes:
         said, by the offline rules when they find the grade's own: each subject's last."""
         shown = history_for_model(state.get("messages") or [], self.settings.history_tokens)
         before = last_stated(shown)  # as the grader saw it (``_request``)
-        stated = {p.subject: p for _, p in preferences_in(state["question"], before=before)}
-        own = stated.get(record.key)
-        if own is None or own.instruction != record.fact:
+        stated = by_subject(state["question"], before=before)
+        if (record.key, record.fact) not in {(p.subject, p.instruction) for p in stated}:
             return [record]
         return [
             record
-            if p is own
+            if p.subject == record.key
             else replace(record, fact=p.instruction, key=p.subject, metadata=dict(record.metadata))
-            for p in stated.values()
+            for p in stated
         ]
 
     def _record(

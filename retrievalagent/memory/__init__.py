@@ -47,9 +47,9 @@ from retrievalagent.memory._mem0 import Mem0Backend
 from retrievalagent.memory._preferences import (
     Preference,
     asks,
+    by_subject,
     find_preference,
     last_stated,
-    preferences_in,
     subject_of,
 )
 from retrievalagent.memory._recall import MemoryReader, ReadPolicy, ReadResult, alias_of
@@ -87,6 +87,7 @@ __all__ = [
     "alias_key",
     "alias_of",
     "asks",
+    "by_subject",
     "dated_line",
     "earliest",
     "embedded_mem0",
@@ -97,7 +98,6 @@ __all__ = [
     "last_stated",
     "memory_info",
     "parse_time",
-    "preferences_in",
     "prepare_mem0_import",
     "responses_item",
     "said_by_user",

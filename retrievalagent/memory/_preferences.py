@@ -11,7 +11,8 @@ answer prompt later shows. The table in ``docs/memory.md`` lists these rules.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -22,6 +23,8 @@ __all__ = [
     "LANGUAGES",
     "Preference",
     "asks",
+    "by_subject",
+    "each_stated",
     "find_preference",
     "last_stated",
     "preferences_in",
@@ -402,17 +405,31 @@ def subject_of(key: str, instruction: str) -> str:
     return named[0] if len(named) == 1 else safe
 
 
-def last_stated(history: Sequence[BaseMessage]) -> list[Preference]:
-    """What the user's last message in ``history`` stated, each of the user's messages read
+def each_stated(messages: Iterable[str]) -> Iterator[list[tuple[str, Preference]]]:
+    """What each of the user's ``messages`` (in a conversation, in order) states, each read
     as a correction of the one before it: "Actually, English." after "I prefer answers in
-    German." states English, so that "No, French." after both corrects English. It is what
-    the next message may correct (``before``). Only the user's own messages count: one
-    with a name is another person's, in a shared chat."""
-    stated: list[Preference] = []
-    for message in history:
-        if isinstance(message, HumanMessage) and not message.name:
-            stated = [p for _, p in preferences_in(content_text(message.content), before=stated)]
-    return stated
+    German." states English, so that "No, French." after both corrects English."""
+    before: list[Preference] = []
+    for message in messages:
+        stated = preferences_in(message, before=before)
+        before = [preference for _, preference in stated]
+        yield stated
+
+
+def last_stated(history: Sequence[BaseMessage]) -> list[Preference]:
+    """What the user's last message in ``history`` stated (see ``each_stated``): what the
+    next message may correct (``before``). Only the user's own messages count: one with a
+    name is another person's, in a shared chat."""
+    own = (content_text(m.content) for m in history if isinstance(m, HumanMessage) and not m.name)
+    last = deque(each_stated(own), maxlen=1)
+    return [preference for _, preference in last[0]] if last else []
+
+
+def by_subject(message: str, *, before: Sequence[Preference] = ()) -> list[Preference]:
+    """The preferences ``message`` states, one per subject (its last), in the order the
+    subjects are first stated: what one message leaves standing."""
+    last = {p.subject: p for _, p in preferences_in(message, before=before)}
+    return list(last.values())
 
 
 def find_preference(message: str, *, before: Sequence[Preference] = ()) -> Preference | None:

@@ -29,9 +29,9 @@ from retrievalagent.memory import (
     NOTHING_FOUND,
     Preference,
     asks,
+    by_subject,
     find_preference,
     last_stated,
-    preferences_in,
     said_by_user,
 )
 from retrievalagent.models._base import Answer, AnswerRequest
@@ -82,13 +82,10 @@ def _earlier(recalled: Sequence[tuple[str, str]]) -> str:
     return ""
 
 
-def stated_preference_only(message: str, before: Sequence[Preference] = ()) -> Preference | None:
-    """The preference a message states when stating it is all the message does (``before``:
-    as ``find_preference``)."""
-    preference = find_preference(message, before=before)
-    if preference is None or asks(message):
-        return None
-    return preference
+def states_preferences_only(message: str, before: Sequence[Preference] = ()) -> bool:
+    """Whether stating preferences is all ``message`` does: it asks nothing of the
+    documents (``before``: as ``find_preference``)."""
+    return find_preference(message, before=before) is not None and not asks(message)
 
 
 @dataclass
@@ -177,9 +174,9 @@ class ExtractiveAnswerer:
 
     def answer(self, request: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
         before = last_stated(request.history)
-        if stated_preference_only(request.question, before) is not None:
-            stated = {p.subject: p for _, p in preferences_in(request.question, before=before)}
-            noted = " ".join(p.instruction for p in stated.values())
+        if states_preferences_only(request.question, before):
+            stated = by_subject(request.question, before=before)
+            noted = " ".join(p.instruction for p in stated)
             these = "this preference" if len(stated) == 1 else "these preferences"
             return Answer(
                 f"Noted, I will remember {these}: {noted} "
@@ -353,7 +350,7 @@ class EvidenceGrader:
         before = last_stated(request.history)
         preference = find_preference(request.question, before=before)
         if preference is not None:  # rules in memory._preferences (documented)
-            only = stated_preference_only(request.question, before) is not None
+            only = states_preferences_only(request.question, before)
             confidence = 0.9 if only else self._confidence(request)
             return Grade(
                 sufficient=only or confidence >= self.min_confidence,
