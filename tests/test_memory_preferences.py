@@ -692,6 +692,13 @@ DOCUMENTED_EXAMPLES = {
         ("Could you answer in German from now on?", ["Answer in German."]),
         ("Can you keep answers short from now on, please?", ["Keep answers short."]),
         ("Would you please always use bullet points?", ["Format answers as bullet points."]),
+        # other polite forms (a hostile pass: these were read as questions)
+        ("Would you mind answering in German from now on?", ["Answer in German."]),
+        ("Please could you answer in German from now on?", ["Answer in German."]),
+        ("Would you mind using bullet points by default?", ["Format answers as bullet points."]),
+        ("Would you mind answering in German?", []),
+        ("Would you mind calling me Bob from now on?", []),
+        ("Would you mind if I always ask in German?", []),
         # a question about something else, what the agent can do, or one answer: none
         ("Can you answer in German about backups?", []),
         ("Could you tell me how backups work?", []),

@@ -104,14 +104,16 @@ class Preference:
 # Words people put around a request without changing it ("Actually, answer in German
 # instead.", "OK so from now on reply in French, thanks").
 _LEAD = (
-    r"(?:(?:please|kindly|from now on|always|going forward|in future|in the future|actually|"
+    r"(?:(?:please|kindly|from now on|always|going forward|moving forward|by default|in future|"
+    r"in the future|actually|"
     r"ok|okay|well|also|and|so|oh|hey|hi|now|no|sorry|correction|wait|hmm|um|just|instead|"
     r"then|on second thought|by the way|btw|one more thing|change of plans?)[,:;\s]+)*"
 )
 _ANSWERS = r"(?:answers?|replies|reply|responses?|explanations?)"
 _RESPOND = r"(?:answer|reply|respond|write|talk|speak|explain(?: things)?)"
 _TAIL = (
-    r"(?:[,\s]+(?:please|from now on|in future|in the future|going forward|thanks|thank you|"
+    r"(?:[,\s]+(?:please|from now on|in future|in the future|going forward|moving forward|"
+    r"by default|always|thanks|thank you|"
     r"instead|now|then|too|as well|again|for me|if you can|if possible))*"
 )
 _LANG = r"(?P<language>[A-Za-z]+)"
@@ -299,11 +301,29 @@ def _sentence_preference(sentence: str) -> Preference | None:
     return None
 
 
-#: A request asked as a question: "Could you answer in German from now on?"
+#: A request asked as a question: "Could you answer in German from now on?", "Please
+#: could you ...?", "Would you mind answering in German from now on?"
 _POLITE = re.compile(
-    r"^(?:could|can|would|will)\s+you\s+(?:please\s+)?(?P<request>[^?]+?)(?:,?\s+please)?\s*\?$",
+    r"^(?:please,?\s+)?(?:could|can|would|will)\s+you\s+(?P<mind>mind\s+)?(?:please\s+)?"
+    r"(?P<request>[^?]+?)(?:,?\s+please)?\s*\?$",
     re.IGNORECASE,
 )
+#: The verbs of the preference rules as "Would you mind ..." asks for them ("answering").
+_GERUNDS = {
+    "answering": "answer",
+    "replying": "reply",
+    "responding": "respond",
+    "writing": "write",
+    "talking": "talk",
+    "speaking": "speak",
+    "explaining": "explain",
+    "keeping": "keep",
+    "making": "make",
+    "using": "use",
+    "being": "be",
+    "giving": "give",
+    "formatting": "format",
+}
 #: What makes a request asked as a question a standing one: without it, "Can you speak
 #: German?" asks what the agent can do, and "Could you answer in German again?" asks once.
 _STANDING = re.compile(
@@ -320,7 +340,13 @@ def _requested(question: str) -> Preference | None:
     polite = _POLITE.match(question)
     if polite is None or not _STANDING.search(polite.group("request")):
         return None
-    stated = _sentence_preference(polite.group("request"))
+    request = polite.group("request")
+    if polite.group("mind"):  # "mind answering in German" asks to "answer in German"
+        verb, _, rest = request.partition(" ")
+        if verb.lower() not in _GERUNDS:
+            return None
+        request = f"{_GERUNDS[verb.lower()]} {rest}"
+    stated = _sentence_preference(request)
     return stated if stated is not None and stated.subject != "address" else None
 
 
