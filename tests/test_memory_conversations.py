@@ -3356,6 +3356,11 @@ PASTED = [
     # shapes an outside check found kept (2026-12-07)
     ("use this key: Zr8LqP2mX9vK4tW7", "Zr8LqP2mX9vK4tW7"),
     ("Here is my token, abcd1234efgh5678ijkl", "abcd1234efgh5678ijkl"),
+    # left alone at stop 42, masked since
+    ("The admin password changed; it's now Blue-Falcon-88", "Blue-Falcon-88"),
+    ("login with admin / Adm1nPa55!", "Adm1nPa55"),
+    ("signed in as root | Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("the key is Zr8LqP2mX9vK4tW7", "Zr8LqP2mX9vK4tW7"),
     # a payment card pasted whole: its number (in groups or not) and its code
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "1111 1111"),
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "cvv 123"),
@@ -3397,6 +3402,11 @@ ORDINARY = [
     "the secret, Base64Encoded",
     "key: 9fceb02d0ae598e95dc970b74767f19372d61af8",
     "log in as ubuntu / ec2-user",
+    "my password changed and now GitLab-2FA is required",
+    "the password policy changed; it's now min12chars",
+    "the token is rotated weekly; it's Base64-encoded",
+    "the key is Enter",
+    "the key is 9fceb02d0ae598e95dc970b74767f19372d61af8",
     "press the key: Enter",
     "the key: F5 refreshes the page",
     "the token, as I said, expired",
@@ -3529,6 +3539,8 @@ def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
         "mysql -a " * 6000,
         '<entry key="password" ' * 5000,
         "login a password " * 6000,
+        "password, now it's " * 3000,
+        "login with a / " * 5000,
         "a_password_b: " * 6000,
         "htpasswd -b " * 6000,
         "openssl -k " * 6000,

@@ -193,6 +193,23 @@ _LOGIN_PAIR = re.compile(
     (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
+# "login with admin / Adm1nPa55!", "signed in as root | Tr0ub4dor&3": a user, then a value
+# shaped as only a password is (``_strong_password_shaped``: "log in as ubuntu / ec2-user"
+# names two users)
+_LOGIN_WITH = re.compile(
+    r"""\b(?:log(?:ged)?[ \t]?in|sign(?:ed)?[ \t]?in)[ \t]+(?:with|as|using)[ \t]+[^\s/|,;"']+
+    [ \t]*[/|][ \t]*(?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "the admin password changed; it's now Blue-Falcon-88": a secret's name, and later in the
+# same sentence "it's now" (or "it's", "now it's") before a value shaped as only a password is
+_SECRET_NOW = re.compile(
+    r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|secret|token|api[ _-]?key|pin)\b
+    (?:[^.!?\n]|[.!?](?=\S)){0,60}?
+    \b(?:now\s+)?it(?:'|’|\s+i)s\s+(?:now\s+)?
+    (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    re.VERBOSE | re.IGNORECASE,
+)
 # "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
 _CREDENTIALS = re.compile(
     r"""\bcredentials?\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)\s*[^\s:"']+:(?P<value>[^\s"']+)""",
@@ -209,7 +226,8 @@ _LABEL_THEN_VALUE = re.compile(
 # secret's name, or a plain "key:", then a value only a generated key has the shape of
 # (``_key_shaped``): after "key:" stand keys to press, regions, database and cache keys
 _LABEL_THEN_KEY = re.compile(
-    r"""(?:(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key)[ \t]*,|\bkey[ \t]*:)
+    r"""(?:(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key)[ \t]*,
+      |\bkey(?:[ \t]*:|[ \t]+(?:is|was)\b))
     [ \t]+(?P<value>[A-Za-z0-9+/=_\-]{16,})(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -758,6 +776,16 @@ def _password_shaped(value: str) -> bool:
     return symbols > 0 or (digits > 0 and (mixed_case or len(value) >= 8))
 
 
+def _strong_password_shaped(value: str) -> bool:
+    """``_password_shaped``, and more than a long word with a digit ("ec2-user",
+    "min12chars"): a symbol, or digits in a word of both cases."""
+    if not _password_shaped(value) or value[:1] in _QUOTES:
+        return False
+    symbols = any(not c.isalnum() and c not in "-_./:\\" for c in value)
+    mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    return symbols or (any(c.isdigit() for c in value) and mixed_case)
+
+
 def _key_shaped(value: str) -> bool:
     """A value shaped as only a generated key or token is: 16 characters or more, at
     least four letters and four digits, and either both cases ("Zr8LqP2mX9vK4tW7") or
@@ -1039,6 +1067,11 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
     text = _LABEL_THEN_KEY.sub(
         lambda m: masked_value(m) if _key_shaped(m.group("value")) else m.group(0), text
     )
+    for shaped in (_LOGIN_WITH, _SECRET_NOW):
+        text = shaped.sub(
+            lambda m: masked_value(m) if _strong_password_shaped(m.group("value")) else m.group(0),
+            text,
+        )
     if not random_looking:
         return text, count, tuple(found)
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
