@@ -251,3 +251,23 @@ def test_sigkill_during_ingest_then_rerun_has_no_duplicates(
     finally:
         killed.close()
         clean.close()
+
+
+def test_exit_after_close_with_your_own_mem0_is_quiet(tmp_path: Path) -> None:
+    """A mem0 memory of the user's own, locked by the agent, used to be closed by the
+    collector at interpreter exit, whose close of the engine could no longer import its
+    file lock: "Exception ignored in: QdrantClient.__del__ ... ImportError" on every exit."""
+    proc, _ = _run(
+        """
+        from mem0 import Memory
+        rag = agent(Memory.from_config(mem0_config(TMP / "m0", EMB)))
+        rag.invoke("Which port does Lanternfish use?", {"configurable": {"user_id": "ann"}})
+        rag.drain_background()
+        print("stored", len(rag.list_memories("ann")), flush=True)
+        rag.close()
+        """,
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "stored 2" in proc.stdout
+    assert "Exception ignored" not in proc.stderr, proc.stderr[-3000:]

@@ -23,7 +23,9 @@ import inspect
 import math
 import re
 import sqlite3
+import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -160,19 +162,33 @@ def _serialize_local_qdrant(memory: Any) -> None:
     if getattr(local, "_retrievalagent_lock", None):
         return
     lock = threading.RLock()
+    # the engine is held weakly: a bound method kept on the instance would make a cycle, and
+    # the engine would then be closed by the collector at interpreter exit, when its close
+    # can no longer import what it needs ("Exception ignored in: QdrantClient.__del__")
+    engine = weakref.ref(local)
 
-    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
+    def locked(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
         def call(*args: Any, **kwargs: Any) -> Any:
+            target = engine()
+            if target is None:  # collected: a late close has nothing left to do
+                return None
             with lock:
-                return method(*args, **kwargs)
+                try:
+                    return function(target, *args, **kwargs)
+                except ImportError:
+                    # closed by the collector as the interpreter exits, the engine's close
+                    # can no longer import its file lock: the process is ending anyway
+                    if sys.is_finalizing():
+                        return None
+                    raise
 
         return call
 
     for name in dir(type(local)):
-        method = getattr(local, name, None)
-        if not name.startswith("_") and inspect.ismethod(method):
-            setattr(local, name, locked(method))
+        function = inspect.getattr_static(type(local), name, None)
+        if not name.startswith("_") and inspect.isfunction(function):
+            setattr(local, name, locked(function))
     local._retrievalagent_lock = lock
 
 
