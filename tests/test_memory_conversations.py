@@ -3361,6 +3361,22 @@ PASTED = [
     ("login with admin / Adm1nPa55!", "Adm1nPa55"),
     ("signed in as root | Tr0ub4dor&3", "Tr0ub4dor&3"),
     ("the key is Zr8LqP2mX9vK4tW7", "Zr8LqP2mX9vK4tW7"),
+    # phrasings a hostile pass found kept (stop 43)
+    ("password: purple monkey dishwasher", "monkey dishwasher"),
+    ("passwd: sunny river castle", "river castle"),
+    ("My Netflix login is bob@x.com / Sunshine2024", "Sunshine2024"),
+    ("creds for the NAS: bob:Sunshine2024", "Sunshine2024"),
+    ("TOTP seed: JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+    ("my seed phrase is abandon ability able about above absent", "ability able"),
+    ("Garage code: 7788", "7788"),
+    ("PIN code 4821", "4821"),
+    ("the PIN for my card is 4821", "4821"),
+    ("my door code 4411", "4411"),
+    ("recovery code: 8392-1123-4455", "1123"),
+    ("my password (don't share it) is Sunshine2024", "Sunshine2024"),
+    ("my new password's Sunshine2024", "Sunshine2024"),
+    ("I use the password 'letmein' everywhere", "letmein"),
+    ("Password - Qwerty!234", "Qwerty"),
     # a payment card pasted whole: its number (in groups or not) and its code
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "1111 1111"),
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "cvv 123"),
@@ -3406,6 +3422,13 @@ ORDINARY = [
     "the password policy changed; it's now min12chars",
     "the token is rotated weekly; it's Base64-encoded",
     "the key is Enter",
+    "the password's length is 12",
+    "the password's expired",
+    "my password (the old one) is expired",
+    "the token's scope is read",
+    "the door code changed twice",
+    "the lock code 404 error",
+    "backup codes are stored in a safe",
     "the key is 9fceb02d0ae598e95dc970b74767f19372d61af8",
     "press the key: Enter",
     "the key: F5 refreshes the page",
@@ -3635,6 +3658,29 @@ def test_a_secret_said_once_is_masked_where_the_conversation_repeats_it(
     kept = json.dumps([stored, rag.list_memories("s"), rag.recall("pg_dump fails", user_id="s")])
     assert "bash" in kept and "backup.conf" in kept  # the words around them are kept
     assert "Zx81" not in kept and "Q7hpT2mK9" not in kept
+
+
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_a_reply_to_a_request_for_a_password_is_not_kept(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """ "Please enter your password." then "Sunshine2024": the reply names no password, and
+    was stored as typed (a hostile pass); an answer to another question is kept."""
+    rag = build(kind)
+    stored = rag.remember(
+        [
+            {"role": "assistant", "content": "Please enter your password."},
+            {"role": "user", "content": "Sunshine2024"},
+            {"role": "assistant", "content": "Thanks, Sunshine2024 accepted."},
+            {"role": "assistant", "content": "What is your favourite colour?"},
+            {"role": "user", "content": "Turquoise"},
+        ],
+        user_id="s",
+        thread_id="prompted",
+    )
+    kept = json.dumps([stored, rag.list_memories("s"), rag.recall("my password", user_id="s")])
+    assert "Sunshine2024" not in kept and "[secret removed]" in kept
+    assert "Turquoise" in kept
 
 
 @pytest.mark.parametrize(

@@ -30,9 +30,11 @@ from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
 
 from retrievalagent._inputs import block_text, content_text, normalized
 from retrievalagent.memory._secrets import (
+    asks_for_secret,
     mask_known,
     mask_metadata,
     mask_secrets,
+    masked_reply,
     recurring_secrets,
 )
 from retrievalagent.memory._temporal import iso, parse_time
@@ -575,8 +577,20 @@ def _masked_each(
     for message in earlier:
         mask_secrets(message.content, found=found)
     first = []
+    previous = earlier[-1] if earlier else None
     for message in said:
         content, in_content = mask_secrets(message.content, found=found)
+        if (
+            previous is not None
+            and previous.role == "assistant"
+            and message.role == "user"
+            and asks_for_secret(previous.content)
+        ):  # "Please enter your password." then "Sunshine2024": the reply is the secret
+            content, lone = masked_reply(content)
+            if lone:
+                found.append(message.content.strip())
+                in_content += lone
+        previous = message
         name, in_name = mask_secrets(message.name)
         metadata, in_metadata = mask_metadata(message.metadata, found)
         masked = dataclasses.replace(message, content=content, name=name, metadata=metadata)

@@ -37,7 +37,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MASK", "mask_known", "mask_metadata", "mask_secrets", "recurring_secrets"]
+__all__ = [
+    "MASK",
+    "asks_for_secret",
+    "mask_known",
+    "mask_metadata",
+    "mask_secrets",
+    "masked_reply",
+    "recurring_secrets",
+]
 
 MASK = "[secret removed]"
 #: What a quoted value may open with: straight quotes, and the curly ones a phone or a word
@@ -69,7 +77,7 @@ _LABELLED = re.compile(
     rf"""
     (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|secret(?:[ _-]?(?:access[ _-]?)?key)?
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|bearer|client[ _-]?secret|credentials?
-      |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key
+      |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key|(?:t?otp|2fa|mfa)[ _-]?(?:seed|secret|key)
       |passwort|kennwort|mot\ de\ passe|contrase[ñn]a|senha|wachtwoord|has[łl]o|пароль)\b)
     (?P<sep>\s*(?:[:=：]|{_IS_NOW}(?:\s*[:：])?|\b(?:ist|lautet)\b(?:\s*[:：])?|\best\b|\bes\b)\s*)
     (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"',;]{{3,}})
@@ -193,11 +201,26 @@ _LOGIN_PAIR = re.compile(
     (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
-# "login with admin / Adm1nPa55!", "signed in as root | Tr0ub4dor&3": a user, then a value
-# shaped as only a password is (``_strong_password_shaped``: "log in as ubuntu / ec2-user"
-# names two users)
+# "I use the password 'letmein' everywhere": a quoted value right after a secret's name
+_LABEL_THEN_QUOTED = re.compile(
+    r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|pin)[ \t]+
+    (?P<value>"[^"\n]{3,80}"|'[^'\n]{3,80}'|“[^”\n]{3,80}”|‘[^’\n]{3,80}’)""",
+    re.VERBOSE | re.IGNORECASE,
+)
+#: What asks for a secret, so that the reply that follows is one ("Please enter your
+#: password." then "Sunshine2024"): see ``asks_for_secret``.
+_ASKS_FOR_SECRET = re.compile(
+    r"""\b(?:enter|type|send|give|paste|provide|share|tell\s+me|what(?:'s|’s|\s+is))\b
+    [^.?!\n]{0,40}?\b(?:password|passphrase|passcode|pin|token|api\s+key|secret|otp
+      |(?:verification|security|2fa|one-time)\s+code)\b""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "login with admin / Adm1nPa55!", "signed in as root | Tr0ub4dor&3", "my login is bob@x.com
+# / Sunshine2024": a user, then a value shaped as a password (``_login_password_shaped``: "log
+# in as ubuntu / ec2-user" names two users)
 _LOGIN_WITH = re.compile(
-    r"""\b(?:log(?:ged)?[ \t]?in|sign(?:ed)?[ \t]?in)[ \t]+(?:with|as|using)[ \t]+[^\s/|,;"']+
+    r"""\b(?:(?:log(?:ged)?[ \t]?in|sign(?:ed)?[ \t]?in)[ \t]+(?:with|as|using)
+      |login[ \t]+(?:is|was))[ \t]+[^\s/|,;"']+
     [ \t]*[/|][ \t]*(?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -212,14 +235,15 @@ _SECRET_NOW = re.compile(
 )
 # "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
 _CREDENTIALS = re.compile(
-    r"""\bcredentials?\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)\s*[^\s:"']+:(?P<value>[^\s"']+)""",
-    re.IGNORECASE,
+    r"""\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)
+    \s*[^\s:"']+:(?P<value>[^\s"']+)""",
+    re.VERBOSE | re.IGNORECASE,
 )
 # "my password Zk9pqrW1", "token abc123XYZ": no ":" or "is" between, so only a value that
 # cannot be a word of the sentence (letters and digits mixed, see ``_password_shaped``)
 _LABEL_THEN_VALUE = re.compile(
     r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|passwort|kennwort)
-    [ \t]+(?P<value>[^\s"',;()\[\]{}<>$%@&`][^\s"',;()\[\]{}<>]{5,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    (?:['’]s)?(?:[ \t]+[-–—])?[ \t]+(?P<value>[^\s"',;()\[\]{}<>$%@&`][^\s"',;()\[\]{}<>]{5,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
 # "my token, abcd1234efgh5678ijkl", "use this key: Zr8LqP2mX9vK4tW7": a comma after a
@@ -233,8 +257,11 @@ _LABEL_THEN_KEY = re.compile(
 )
 # "my PIN is 4821", "PIN: 4821", "the door code is 2291#": digits after a PIN's name
 _PIN = re.compile(
-    r"""\b(?:(?i:pin|pin\s+code|pin\s+number|passcode|pass\s+code|security\s+code|door\s+code
-      |alarm\s+code|cvv|cvc)\s*(?:[:=#]|\b(?i:is|was)\b)|PIN)\s*(?P<value>\d{3,12})\b""",
+    r"""\b(?:(?i:pin|pin\s+code|pin\s+number|passcode|pass\s+code|security\s+code|cvv|cvc
+      |(?:door|alarm|garage|gate|safe|lock|entry|keypad|unlock|recovery|backup)\s+codes?)
+      (?i:\s+for(?:\s+[^\s\d.,;:!?]+){1,3}?)?\s*(?:[:=#]|\b(?i:is|was)\b)
+      |(?i:pin\s+code|pin\s+number|(?:door|alarm|garage|gate|safe|keypad)\s+code)|PIN)
+    \s*(?P<value>\d{3,12}(?:-\d{2,12})*)\b""",
     re.VERBOSE,
 )
 # "cvv 123", "CVC2: 4821", "security code 123": a card's code, also with nothing between
@@ -302,7 +329,8 @@ _LABELLED_LATER = re.compile(
     rf"""
     (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret(?:[ _-]?(?:access[ _-]?)?key)?
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|client[ _-]?secret)\b)
-    (?P<sep>\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)
+    (?P<sep>\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?
+      |\s*\([^()\n]{{1,40}}\))
     (?:\s*[:=]\s*|\s+{_IS_NOW}\s+)
     (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"',;]{{3,}})
     """,
@@ -381,14 +409,15 @@ _OPENSSL = re.compile(
 # belong to the password, as in "Sun.Flower!42")
 _PASS_PHRASE = re.compile(
     r"""(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|passwort|kennwort|mot\ de\ passe|contrase[ñn]a
-      |senha|wachtwoord|has[łl]o|пароль)(?:\s+(?:is|was))?\s*[:=：]\s*
+      |senha|wachtwoord|has[łl]o|пароль|(?:seed|recovery|mnemonic|wallet)[ _-]?phrase)
+      (?:\s+(?:is|was))?\s*[:=：]\s*
       (?P<value>[^\s"'\[;](?:[^.!?;\n]|[.!?](?=[^\s.!?;]))*)""",
     re.VERBOSE | re.IGNORECASE,
 )
 # "my ssh passphrase is correct horse": after "passphrase is" the rest of the clause (a pass
 # phrase has spaces), judged by its words ("the passphrase is correct" is prose)
 _PASSPHRASE_IS = re.compile(
-    rf"""(?P<label>(?:\b|_)pass[ _-]?phrase\b)
+    rf"""(?P<label>(?:\b|_)(?:pass|seed|recovery|mnemonic|wallet)[ _-]?phrase\b)
     (?P<sep>(?:\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)?
       \s+{_IS_NOW}\s+)
     (?P<value>[^\s"'\[;,.!?](?:[^.!?;,\n]|[.!?](?=[^\s.!?;]))*)""",
@@ -776,6 +805,20 @@ def _password_shaped(value: str) -> bool:
     return symbols > 0 or (digits > 0 and (mixed_case or len(value) >= 8))
 
 
+def asks_for_secret(text: str) -> bool:
+    """Whether ``text`` (an assistant's message) asks for a password, a PIN or a code."""
+    return _ASKS_FOR_SECRET.search(text) is not None
+
+
+def masked_reply(text: str) -> tuple[str, int]:
+    """``text``, a reply to a request for a secret (``asks_for_secret``), masked whole when
+    it is one word of four characters or more: the secret itself, said with no name."""
+    word = text.strip()
+    if len(word) < 4 or any(c.isspace() for c in word) or word.startswith("[secret"):
+        return text, 0
+    return text.replace(word, MASK), 1
+
+
 def _strong_password_shaped(value: str) -> bool:
     """``_password_shaped``, and more than a long word with a digit ("ec2-user",
     "min12chars"): a symbol, or digits in a word of both cases."""
@@ -784,6 +827,13 @@ def _strong_password_shaped(value: str) -> bool:
     symbols = any(not c.isalnum() and c not in "-_./:\\" for c in value)
     mixed_case = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
     return symbols or (any(c.isdigit() for c in value) and mixed_case)
+
+
+def _login_password_shaped(value: str) -> bool:
+    """After a user and "/" ("login is bob@x.com / Sunshine2024"): a password's shape, and
+    not a user's ("log in as ubuntu / ec2-user": a word joined by "-", "_" or ".")."""
+    joined = re.fullmatch(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+", value) is not None
+    return _strong_password_shaped(value) or (_password_shaped(value) and not joined)
 
 
 def _key_shaped(value: str) -> bool:
@@ -795,6 +845,21 @@ def _key_shaped(value: str) -> bool:
         return False
     mixed = any(c.isupper() for c in letters) and any(c.islower() for c in letters)
     return mixed or any(c.lower() > "f" for c in letters)
+
+
+#: The last word of a key whose value may be a pass phrase, with spaces in it.
+_PHRASE_KEYS = frozenset({"password", "passwd", "passphrase", "pass", "pwd", "pw"})
+
+
+def _phrase_follows(m: re.Match[str]) -> bool:
+    """Whether a config line's value (``_CONFIG_LINE``, one word) is the first word of a
+    pass phrase ("password: purple monkey dishwasher"): the key names a password, the value
+    is unquoted and more words follow on its line. Then ``_PASS_PHRASE`` masks it whole,
+    which it cannot do once its first word is masked."""
+    words = [w.lower() for w in _KEY_WORD.findall(m.group("key"))]
+    if not words or words[-1] not in _PHRASE_KEYS or m.group("value")[:1] in _QUOTES:
+        return False
+    return re.match(r"[ \t]+[^\s#]", m.string[m.end() :]) is not None
 
 
 def _config_secret(m: re.Match[str]) -> bool:
@@ -1027,7 +1092,10 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
     text = _CARD_CODE.sub(masked_value, text)
     text = _URL_PASSWORD.sub(masked_value, text)
     text = _ENV_SECRET.sub(masked_value, text)
-    text = _CONFIG_LINE.sub(lambda m: masked_value(m) if _config_secret(m) else m.group(0), text)
+    text = _CONFIG_LINE.sub(
+        lambda m: masked_value(m) if _config_secret(m) and not _phrase_follows(m) else m.group(0),
+        text,
+    )
     for pattern in (
         _QUOTED_SECRET,
         _BARE_SECRET,
@@ -1064,14 +1132,18 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         text = shaped.sub(
             lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
         )
+    text = _LABEL_THEN_QUOTED.sub(masked_value, text)
     text = _LABEL_THEN_KEY.sub(
         lambda m: masked_value(m) if _key_shaped(m.group("value")) else m.group(0), text
     )
-    for shaped in (_LOGIN_WITH, _SECRET_NOW):
-        text = shaped.sub(
-            lambda m: masked_value(m) if _strong_password_shaped(m.group("value")) else m.group(0),
-            text,
-        )
+    text = _LOGIN_WITH.sub(
+        lambda m: masked_value(m) if _login_password_shaped(m.group("value")) else m.group(0),
+        text,
+    )
+    text = _SECRET_NOW.sub(
+        lambda m: masked_value(m) if _strong_password_shaped(m.group("value")) else m.group(0),
+        text,
+    )
     if not random_looking:
         return text, count, tuple(found)
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)
