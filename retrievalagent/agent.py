@@ -47,6 +47,7 @@ from retrievalagent.ingest import (
 from retrievalagent.memory import (
     CONVERSATION_KEYS,
     JOINED,
+    PREFERENCE,
     BackgroundWrites,
     ConversationRecord,
     ConversationWriter,
@@ -1180,8 +1181,11 @@ def _recall_timeout(timeout: float) -> TimeoutError:
 def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:
     """Recalled memories as ``recall`` returns them: best first, those said in the time the
     question names before the rest (as the prompt has them; a stable sort keeps the order
-    recall ranked equal scores in), at most ``k``."""
-    ordered = sorted(hits, key=lambda h: (not h.in_window, -h.score))[:k]
+    recall ranked equal scores in), then the user's preferences, at most ``k``. A
+    preference is recalled whatever the question (its score is 1): first, it took the
+    place of what the question found ("which room is srv0213 in?" with ``k=1`` gave "Keep
+    answers short.")."""
+    ordered = sorted(hits, key=lambda h: (h.kind == PREFERENCE, not h.in_window, -h.score))[:k]
     return [
         readable_recollection(
             Recollection(

@@ -3960,6 +3960,59 @@ def in_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
+@pytest.mark.parametrize("kind", ["store", "mem0"])
+def test_recall_with_a_small_k_keeps_what_the_question_found_over_a_preference(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """A preference is recalled whatever the question (score 1): with ``k=1`` it took the
+    place of the one memory the question found (a hostile pass)."""
+    rag = build(kind)
+    rag.remember([{"role": "user", "content": "Server srv0213 is in room 4."}], user_id="u")
+    rag.remember([{"role": "user", "content": "Keep answers short."}], user_id="u")
+    (hit,) = rag.recall("which room is srv0213 in?", user_id="u", k=1)
+    assert "room 4" in hit["text"]
+    kinds = [h["kind"] for h in rag.recall("which room is srv0213 in?", user_id="u", k=5)]
+    assert kinds[0] == "conversation" and "preference" in kinds
+
+
+@pytest.mark.parametrize("asked", ["recall", "invoke"])
+def test_today_is_this_machines_day_when_the_turn_gives_no_time(
+    monkeypatch: pytest.MonkeyPatch, asked: str
+) -> None:
+    """At 10 pm in New York it is already tomorrow in UTC: "today" read in UTC held nothing
+    the user said today, and the answer quoted yesterday's purchase (a hostile pass; a
+    naive ``at`` is this machine's time, and so is a turn's default now)."""
+    from retrievalagent.memory import _temporal
+
+    class TenPmInNewYork(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            moment = datetime(2026, 12, 8, 3, 0, tzinfo=timezone.utc)
+            return moment.astimezone(tz) if tz else moment.astimezone().replace(tzinfo=None)
+
+    monkeypatch.setenv("TZ", "EST+5")  # a fixed zone: no tz database needed
+    time.tzset()
+    monkeypatch.setattr(_temporal, "datetime", TenPmInNewYork)
+    try:
+        rag = make_offline_store_agent()
+        rag.add_documents(["Returns: items can be returned within 30 days."], progress=False)
+        for thread, said, at in [
+            ("yesterday", "Today I bought a red toaster.", datetime(2026, 12, 6, 10, 0)),
+            ("today", "Got a green kettle at the market.", datetime(2026, 12, 7, 10, 0)),
+        ]:
+            rag.remember([{"role": "user", "content": said}], user_id="u", thread_id=thread, at=at)
+        question = "What did I buy today?"
+        if asked == "recall":
+            shown = rag.recall(question, user_id="u", k=1)[0]["text"]
+        else:
+            state = rag.invoke(question, {"configurable": {"user_id": "u", "thread_id": "t"}})
+            shown = state.memory_context.split("\n- ")[1]
+        assert "kettle" in shown and "toaster" not in shown, shown
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 @pytest.mark.usefixtures("in_tokyo")
 def test_a_naive_datetime_is_the_local_time_as_python_reads_it() -> None:
     """``at=datetime.now()`` is now, wherever the machine is: read as UTC, a conversation

@@ -50,7 +50,9 @@ class AgentState(TypedDict, total=False):
     title: str
     rewrite_history: list[str]
     # this turn
-    asked_at: str  # when it counts as asked (ISO 8601 in configurable.now's zone, else UTC)
+    asked_at: (
+        str  # when it counts as asked (ISO 8601 in configurable.now's zone, else this machine's)
+    )
     asked_zone: str  # configurable.now's IANA zone name ("" for none or a fixed offset)
     question: str
     query: str

@@ -161,7 +161,9 @@ def _zoned(value: datetime, *, typed: bool) -> datetime:
 
 def _parsed(value: datetime | date | str | None, what: str) -> datetime:
     if value is None:
-        return datetime.now(timezone.utc)
+        # this machine's zone, as a naive datetime is read (``_zoned``): in UTC, "today" at
+        # 6 am in Tokyo was yesterday, and what was remembered at 1 am was not today's
+        return datetime.now().astimezone()
     given = value
     if isinstance(value, str):
         text = value.strip()
