@@ -1578,6 +1578,39 @@ def test_the_offline_answer_quotes_only_what_the_user_said(build: Callable[..., 
 
 
 @pytest.mark.parametrize("kind", ["store", "memory"])
+def test_the_offline_answer_quotes_the_users_statement_that_bears_on_the_question(
+    build: Callable[..., Any], kind: str
+) -> None:
+    """From a hostile pass: a request ("Tell me my dog's name.") was quoted as something the
+    user said; every personal sentence of an exchange was quoted, the diagnosis beside the
+    city asked about; and a user's own lines named by their id (an export that names every
+    speaker) were never quoted."""
+    rag = build(kind)
+    rag.remember(
+        [{"role": "user", "content": "My dog is called Biscuit."}],
+        user_id="u",
+        thread_id="t0",
+        at="2026-01-10T09:00:00Z",
+    )
+    rag.invoke("Tell me my dog's name.", cfg("u", "t1"))
+    rag.drain_background()
+    answer = rag.invoke("What is my dog's name?", cfg("u", "t2")).answer
+    assert "you said: “My dog is called Biscuit.”" in answer, answer
+    said = "I live in Berlin. I was diagnosed with asthma last year. How fast is shipping?"
+    for user, name in [("v", None), ("w", "w")]:
+        message = {"role": "user", "content": said} | ({"name": name} if name else {})
+        rag.remember(
+            [message, {"role": "assistant", "content": "Two days."}],
+            user_id=user,
+            thread_id="t1",
+            at="2026-11-01T09:00:00Z",
+        )
+        answer = rag.invoke("Which city do I live in?", cfg(user, "t2")).answer
+        assert "(Earlier on 2026-11-01 you said: “I live in Berlin.”)" in answer, (user, answer)
+        assert "asthma" not in answer
+
+
+@pytest.mark.parametrize("kind", ["store", "memory"])
 def test_a_replaced_preference_stays_out_when_the_assistant_had_a_name(
     build: Callable[..., Any], kind: str
 ) -> None:

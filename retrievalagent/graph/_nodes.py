@@ -695,6 +695,7 @@ class Nodes:
                 for m in state.get("memories") or []
                 if m.get("kind") == CONVERSATION
             ),
+            user_id=state.get("user_id") or "",
             answer=answer,
             dense_scores=dense_scores,
         )

@@ -33,12 +33,12 @@ from retrievalagent.memory._conversations import (
     Said,
     earliest,
     responses_item,
-    said_by_user,
     said_in,
     said_of,
     something_said,
     unread_keys,
     unread_warning,
+    user_statements,
 )
 from retrievalagent.memory._embedded import embedded_mem0, embedded_mem0_path, prepare_mem0_import
 from retrievalagent.memory._extract import ExtractedFact, FactExtractor
@@ -100,7 +100,6 @@ __all__ = [
     "parse_time",
     "prepare_mem0_import",
     "responses_item",
-    "said_by_user",
     "said_in",
     "said_of",
     "something_said",
@@ -109,4 +108,5 @@ __all__ = [
     "unread_keys",
     "unread_warning",
     "user_id_from_config",
+    "user_statements",
 ]

@@ -21,7 +21,7 @@ import math
 import numbers
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timezone
 from typing import Any, Literal
@@ -52,7 +52,6 @@ __all__ = [
     "found_by",
     "latest_forms",
     "mentions_self",
-    "said_by_user",
     "said_in",
     "said_of",
     "short_reply",
@@ -61,6 +60,7 @@ __all__ = [
     "speaker_lines",
     "unread_keys",
     "unread_warning",
+    "user_statements",
 ]
 
 #: What a conversation given as a dict holds (``remember_many``, ``memory import``).
@@ -753,27 +753,46 @@ def speaker_lines(text: str, separator: str = "\n") -> list[tuple[str, str]]:
     return out
 
 
-def said_by_user(memory_text: str) -> str:
+#: A sentence that asks, though it ends without "?": "Tell me my dog's name.", "Remind me
+#: what I said about backups", "how do I reset my password".
+_ASKING = re.compile(
+    r"^(?:(?:please|ok|okay|so|and|now|hey|hi)[,\s]+)*(?:tell|remind|show|give|help|let\s+me\s+know"
+    r"|find|list|explain|describe|summari[sz]e|look\s+up|how\s+(?:do|can|should|would)"
+    r"|what(?:'s|’s|\s+is|\s+was|\s+are)|which)\b",
+    re.IGNORECASE,
+)
+
+
+def _states_self(sentence: str) -> bool:
+    """A sentence with "I", "my", "we"... that states something: not a question, whether or
+    not it ends with "?"."""
+    sentence = sentence.strip()
+    return (
+        bool(sentence)
+        and not sentence.endswith("?")
+        and _SELF.search(sentence) is not None
+        and _ASKING.match(sentence) is None
+    )
+
+
+def user_statements(memory_text: str, names: Collection[str] = ()) -> list[str]:
     """What the user stated about themselves in an exchange as a prompt shows it (messages
-    apart by " / "): the sentences with "I", "my", "we"... of their own unnamed lines that
-    are not questions ("" when there are none). A named line may be the assistant's
-    ("Aria: I run nightly backups") or another person's: not the user's to be quoted."""
-    kept = []
-    for speaker, content in speaker_lines(memory_text, " / "):
-        if speaker != "user":
-            continue
-        for sentence in SENTENCE_END.split(content):
-            sentence = sentence.strip()
-            if sentence and not sentence.endswith("?") and _SELF.search(sentence):
-                kept.append(sentence)
-    return " ".join(kept)
+    apart by " / "): the sentences with "I", "my", "we"... of their own lines that state
+    something. Their own: unnamed, or named by one of ``names`` (the user's id, as an
+    export that names every speaker names them); another named line may be the
+    assistant's ("Aria: I run nightly backups") or another person's, not the user's."""
+    own = {"user", *(" ".join(n.split()).casefold() for n in names)}
+    return [
+        sentence.strip()
+        for speaker, content in speaker_lines(memory_text, " / ")
+        if speaker.casefold() in own
+        for sentence in SENTENCE_END.split(content)
+        if _states_self(sentence)
+    ]
 
 
 def mentions_self(texts: Iterable[str]) -> bool:
     """Whether the user stated something about themselves (worth a fact-extraction call):
-    a sentence with "I", "my", "we"... that is not a question ("How do I ...?" is not)."""
-    return any(
-        _SELF.search(sentence) and not sentence.rstrip().endswith("?")
-        for text in texts
-        for sentence in SENTENCE_END.split(text)
-    )
+    a sentence with "I", "my", "we"... that states something ("How do I ...?" and "Tell
+    me my dog's name." do not)."""
+    return any(_states_self(sentence) for text in texts for sentence in SENTENCE_END.split(text))

@@ -31,6 +31,7 @@ class AnswerRequest:
     known_aliases: tuple[str, ...] = ()  # question words a recalled fact already explains
     # recalled conversation memories: (when it was said, ISO; what was said), best first
     earlier: tuple[tuple[str, str], ...] = ()
+    user_id: str = ""  # whose turn it is: their own lines of ``earlier`` may carry it as a name
     answer: str = ""  # filled in for grading
     dense_scores: dict[str, float] = field(default_factory=dict)  # chunk id -> cosine
 

@@ -16,7 +16,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langchain_core.embeddings import Embeddings
@@ -32,7 +32,7 @@ from retrievalagent.memory import (
     by_subject,
     find_preference,
     last_stated,
-    said_by_user,
+    user_statements,
 )
 from retrievalagent.models._base import Answer, AnswerRequest
 from retrievalagent.types import Grade, Source
@@ -72,13 +72,22 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def _earlier(recalled: Sequence[tuple[str, str]]) -> str:
+def _earlier(
+    recalled: Sequence[tuple[str, str]], bears: Callable[[str], int], user_id: str = ""
+) -> str:
     """What the user told the agent before that bears on this question, quoted with its
-    date (the best recalled conversation memory holding a statement about themselves)."""
+    date: of the best recalled conversation memory holding statements about themselves,
+    those sharing the most words with the question (``bears``), else its first. Not all
+    of them: "Which city do I live in?" quoted the diagnosis said beside the city."""
     for at, text in recalled:
-        if statement := said_by_user(text):
-            day = f" on {at[:10]}" if at[:10] else ""
-            return " " + EARLIER.format(day=day, statement=statement[:300])
+        said = user_statements(text, [user_id] if user_id else ())
+        if not said:
+            continue
+        shared = [bears(sentence) for sentence in said]
+        most = max(shared)
+        chosen = [s for s, n in zip(said, shared, strict=True) if n == most] if most else said[:1]
+        day = f" on {at[:10]}" if at[:10] else ""
+        return " " + EARLIER.format(day=day, statement=" ".join(chosen)[:300])
     return ""
 
 
@@ -187,15 +196,23 @@ class ExtractiveAnswerer:
             )
         if not request.sources:  # what the user said before still bears on it
             return Answer(
-                NOTHING_FOUND + _earlier(request.earlier),
+                NOTHING_FOUND + self._earlier(request),
                 GENERATED_BY,
                 llm=False,
             )
         scored = self._scored_sentences(request)
         if not scored:
             return Answer("The passages found hold no readable text.", GENERATED_BY, llm=False)
-        text = _cited(_chosen(scored), request.sources) + _earlier(request.earlier)
+        text = _cited(_chosen(scored), request.sources) + self._earlier(request)
         return Answer(text, GENERATED_BY, llm=False)
+
+    def _earlier(self, request: AnswerRequest) -> str:
+        wanted = set(self.encoder.query_terms(request.question))
+
+        def bears(sentence: str) -> int:
+            return len(wanted.intersection(self.encoder.query_terms(sentence)))
+
+        return _earlier(request.earlier, bears, request.user_id)
 
     def _wanted_terms(self, request: AnswerRequest) -> set[int]:
         """The terms an answer sentence should hold: the query's, the question's and the
