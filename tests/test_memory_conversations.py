@@ -3993,6 +3993,22 @@ def in_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
+@pytest.mark.parametrize("ending", [".\nWhy does the worker fail?", " and the worker fails"])
+def test_what_the_user_said_after_a_pasted_log_reaches_the_prompt(ending: str) -> None:
+    """A log's lines, joined, read as one sentence with the user's own words at its end:
+    too long to be shown whole, it was never shown, and "Which OS do I run?" got the
+    exchange without "Ubuntu" (a hostile pass)."""
+    rag = make_offline_store_agent()
+    rag.add_documents(["Workers: a worker retries its database connection."], progress=False)
+    log = "\n".join(
+        f"10:{i:02d}:00 ERROR worker-{i} failed to reach db-{i % 5}.internal" for i in range(12)
+    )
+    rag.invoke(f"Here is my log:\n{log}\nI run Ubuntu 22.04 on that box{ending}", cfg("u", "a"))
+    rag.drain_background()
+    shown = rag.invoke("Which OS do I run?", cfg("u", "b")).memory_context
+    assert "I run Ubuntu 22.04 on that box" in shown, shown
+
+
 #: A statement, the later one that changed it (naming the same thing), and a question about
 #: how things stand now (from a hostile pass: 6 of 8 such recalled the older first).
 CHANGED = [

@@ -159,7 +159,10 @@ def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str
     text = hit.text
     if len(text) <= MAX_SHOWN_CHARS:
         return text
-    lines = [(speaker, SENTENCE_END.split(words)) for speaker, words in speaker_lines(text, " / ")]
+    lines = [
+        (speaker, [piece for sentence in SENTENCE_END.split(words) for piece in _pieces(sentence)])
+        for speaker, words in speaker_lines(text, " / ")
+    ]
     places = [(i, j) for i, (_, said) in enumerate(lines) for j in range(len(said))]
     score = {(i, j): bears(lines[i][1][j]) if bears else 0 for i, j in places}
     ranked = sorted((p for p in places if score[p] > 0), key=lambda p: (-score[p], p))
@@ -186,6 +189,27 @@ def _said_text(hit: MemoryHit, bears: Callable[[str], int] | None = None) -> str
         tail = " …" if last != len(said) - 1 else ""
         out.append((f"{speaker}: " if speaker else "") + " ".join(parts) + tail)
     return " / ".join(out) if out else text[:MAX_SHOWN_CHARS].rsplit(" ", 1)[0] + " …"
+
+
+#: Longest piece of a sentence ``_said_text`` weighs on its own: a pasted log, its lines
+#: joined, reads as one sentence with the user's own words at its end ("... db-4.internal
+#: I run Ubuntu 22.04 on that box."), too long to be shown whole and so never shown.
+_MAX_PIECE_CHARS = 120
+
+
+def _pieces(sentence: str) -> list[str]:
+    """``sentence``, or for a long one its pieces of at most ``_MAX_PIECE_CHARS``, cut
+    between words (the last piece whole to its end)."""
+    if len(sentence) <= _MAX_PIECE_CHARS:
+        return [sentence]
+    pieces, piece = [], ""
+    for word in sentence.split(" "):
+        if piece and len(piece) + 1 + len(word) > _MAX_PIECE_CHARS:
+            pieces.append(piece)
+            piece = word
+        else:
+            piece = f"{piece} {word}" if piece else word
+    return [*pieces, piece] if piece else pieces
 
 
 def _norm(text: str) -> str:
