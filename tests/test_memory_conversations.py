@@ -3993,6 +3993,43 @@ def in_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
+def test_earlier_questions_do_not_push_out_what_the_user_said_about_themselves() -> None:
+    """Eight earlier questions on the subject, each stored with its answer, took every place
+    in the prompt, and "Which PostgreSQL version am I on?" lost the one exchange that said
+    which (a hostile pass)."""
+    rag = make_offline_store_agent()
+    rag.add_documents(
+        ["Upgrades: run pg_upgradecluster to move a PostgreSQL cluster to a new major version."]
+    )
+    rag.remember(
+        [
+            {"role": "user", "content": "My cluster runs PostgreSQL 13 on Debian 11."},
+            {"role": "assistant", "content": "Noted."},
+        ],
+        user_id="u",
+        thread_id="mon",
+        at="2026-11-02",
+    )
+    for n, asked in enumerate(
+        [
+            "How do I upgrade PostgreSQL?",
+            "What does pg_upgradecluster do?",
+            "How long does a PostgreSQL upgrade take?",
+            "Can I undo a PostgreSQL upgrade?",
+            "Do I need to stop PostgreSQL to upgrade?",
+            "Is a PostgreSQL upgrade safe?",
+            "Which PostgreSQL version should I upgrade to?",
+            "How do I check my PostgreSQL upgrade worked?",
+        ]
+    ):
+        rag.invoke(asked, cfg("u", f"s{n}"))
+    rag.drain_background()
+    state = rag.invoke("Which PostgreSQL version am I on, and how do I upgrade it?", cfg("u", "x"))
+    assert state.memory_context.count("\n- [") == 8  # the places were all taken
+    assert "PostgreSQL 13 on Debian 11" in state.memory_context
+    assert "you said: “My cluster runs PostgreSQL 13 on Debian 11.”" in state.answer
+
+
 @pytest.mark.parametrize("ending", [".\nWhy does the worker fail?", " and the worker fails"])
 def test_what_the_user_said_after_a_pasted_log_reaches_the_prompt(ending: str) -> None:
     """A log's lines, joined, read as one sentence with the user's own words at its end:

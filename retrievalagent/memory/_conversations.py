@@ -46,6 +46,7 @@ __all__ = [
     "OPENAI_MESSAGE_KEYS",
     "ConversationRecord",
     "Said",
+    "about_self",
     "earliest",
     "exchange_records",
     "fact_key",
@@ -773,6 +774,11 @@ def _states_self(sentence: str) -> bool:
         and _SELF.search(sentence) is not None
         and _ASKING.match(sentence) is None
     )
+
+
+def about_self(text: str) -> bool:
+    """Whether ``text`` speaks of the user: "I", "my", "we"... ("Which version am I on?")."""
+    return _SELF.search(text) is not None
 
 
 def user_statements(memory_text: str, names: Collection[str] = ()) -> list[str]:

@@ -38,7 +38,12 @@ from retrievalagent.memory._base import (
     RecallRequest,
     said_until,
 )
-from retrievalagent.memory._conversations import SENTENCE_END, speaker_lines
+from retrievalagent.memory._conversations import (
+    SENTENCE_END,
+    about_self,
+    speaker_lines,
+    user_statements,
+)
 from retrievalagent.memory._keys import fact_targets, mapping_alias, question_keys
 from retrievalagent.memory._kinds import kinds_asked, kinds_named
 from retrievalagent.memory._preferences import stated_preferences
@@ -328,9 +333,10 @@ class MemoryReader:
         relevant = [h for h in _standout_first(said) if h.in_window or _alone(h) >= bar]
         if present:
             relevant = _newest_restated_first(relevant)
-        relevant = _room_outside_window(
-            _once(relevant, already), limit or policy.conversation_limit
-        )
+        count = limit or policy.conversation_limit
+        relevant = _room_outside_window(_once(relevant, already), count)
+        if question and about_self(question):
+            relevant = _room_for_a_statement(relevant, count)
         # the size bound is the prompt's; an explicit limit (recall(k=...)) counts alone
         kept, budget = [], policy.conversation_chars if limit is None else math.inf
         for hit in relevant:
@@ -494,6 +500,22 @@ def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
     if outside is None or outside < count or count < 2:
         return hits
     return [*hits[: count - 1], hits[outside], *hits[count - 1 : outside], *hits[outside + 1 :]]
+
+
+def _room_for_a_statement(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
+    """``hits`` with the best one in which the user stated something about themselves moved
+    up to the last of ``count`` places, when none of the first ``count`` holds such a
+    statement: for a question about the user ("Which PostgreSQL version am I on?"), eight
+    earlier questions on the subject ("How do I upgrade PostgreSQL?", each stored with its
+    answer) pushed out the one exchange that said "My cluster runs PostgreSQL 13"."""
+    if len(hits) <= count or count < 2:
+        return hits
+    if any(user_statements(h.text) for h in hits[:count]):
+        return hits
+    found = next((i for i in range(count, len(hits)) if user_statements(hits[i].text)), None)
+    if found is None:
+        return hits
+    return [*hits[: count - 1], hits[found], *hits[count - 1 : found], *hits[found + 1 :]]
 
 
 def _once(hits: Sequence[MemoryHit], already: Sequence[MemoryHit] = ()) -> list[MemoryHit]:
