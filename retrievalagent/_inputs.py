@@ -48,7 +48,10 @@ _ID_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Zero-width and invisible format characters: a question of only these is empty. Not
 # the narrow and the medium space (U+202F, U+205F), which NFKC makes spaces.
-_INVISIBLE = re.compile(r"[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+_INVISIBLE = re.compile(r"[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
+# Letters that show as blank (the Braille blank, the Hangul fillers), which chat apps let
+# through as a "blank message": spaces, so a message of only these is empty too.
+_BLANK = re.compile(r"[\u2800\u3164\u115f\u1160\uffa0]")
 # The line and paragraph separators end a line, as a newline does ("Hosts:\u2028alpha
 # runs nginx" is two lines, never "Hosts:alpha").
 _LINE_BREAK = re.compile(r"[\u2028\u2029]")
@@ -61,10 +64,11 @@ MAX_TOP_K = 1000
 
 def clean_text(text: str) -> str:
     """``text`` without what no store or model can take or show: invisible format
-    characters dropped, line and paragraph separators as newlines, control characters
+    characters dropped, letters that show as blank as spaces, line and paragraph
+    separators as newlines, control characters
     (NUL included, which PostgreSQL refuses) as spaces, lone surrogates (which UTF-8
     cannot encode) as U+FFFD."""
-    text = _LINE_BREAK.sub("\n", _INVISIBLE.sub("", text))
+    text = _LINE_BREAK.sub("\n", _BLANK.sub(" ", _INVISIBLE.sub("", text)))
     return _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text))
 
 

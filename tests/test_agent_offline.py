@@ -227,7 +227,7 @@ def test_as_retriever_is_a_langchain_retriever(rag) -> None:
     )
 
 
-@pytest.mark.parametrize("query", ["", "   ", "?!", "\u200b"])
+@pytest.mark.parametrize("query", ["", "   ", "?!", "\u200b", "\u2800", "\u3164"])
 async def test_the_retriever_refuses_a_query_without_words_like_search(rag, query) -> None:
     retriever = rag.as_retriever(k=2)
     with pytest.raises(ConfigError):

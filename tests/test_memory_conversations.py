@@ -722,6 +722,9 @@ def test_metadata_json_cannot_hold_is_refused_naming_where_it_is(
         ([{"role": "user", "content": "hi", "metadata": {"x": [{2: "a"}]}}], None, "key 2:"),
         # invisible characters alone are no text, as in a question
         ([{"role": "user", "content": "\u200b\u2060\ufeff"}], None, "no text"),
+        # nor the letters that show as blank, a chat app's "blank message"
+        ([{"role": "user", "content": "\u2800"}], None, "no text"),
+        ([{"role": "user", "content": "\u3164 \u115f"}], None, "no text"),
         # a transcript in another shape: what it has is named, and what was expected
         (
             [{"speaker": "Caroline", "text": "I went to the support group."}],

@@ -668,6 +668,8 @@ DOCUMENTED_EXAMPLES = {
     "Answer in French.": "Answer in French.",
     "Reply to me in Spanish.": "Answer in Spanish.",
     "Speak Dutch with me.": "Answer in Dutch.",
+    "Switch to English please.": "Answer in English.",
+    "English answers from now on, please.": "Answer in English.",
     "Keep answers short.": "Keep answers short.",
     "I prefer brief answers.": "Keep answers short.",
     "Be concise.": "Keep answers short.",

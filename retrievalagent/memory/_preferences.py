@@ -130,6 +130,8 @@ _LANGUAGE_RULES = [
         rf"i(?:'d| would)? (?:prefer|like) (?:it )?(?:if you )?(?:{_RESPOND}|you to {_RESPOND})(?: to me)? in {_LANG}"
     ),
     _rule(rf"(?:use|speak) {_LANG}(?: with me| when you {_RESPOND})?"),
+    _rule(rf"(?:switch|change|go)(?: over)? (?:back )?to {_LANG}"),
+    _rule(rf"(?:only )?{_LANG} {_ANSWERS}(?: only)?"),
 ]
 _LENGTH = {
     "short": "Keep answers short.",
