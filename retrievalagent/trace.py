@@ -147,7 +147,10 @@ class ReadMemoryEvent(TypedDict, total=False):
     n_facts: Annotated[int, "of them, search facts"]
     n_preferences: Annotated[int, "of them, preferences"]
     n_conversations: Annotated[int, "of them, past exchanges (conversation memory)"]
-    n_scanned: Annotated[int, "how many stored memories were looked at"]
+    n_scanned: Annotated[
+        int,
+        "how many stored memories were looked at (search facts, and conversation memories found)",
+    ]
     threshold: Annotated[float, "the relevance bar of search facts (`memory_relevance_threshold`)"]
     conversation_threshold: Annotated[
         float, "the relevance bar of past exchanges (`conversation_relevance_threshold`)"

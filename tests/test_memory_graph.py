@@ -121,6 +121,19 @@ def test_read_memory_below_threshold_shape(docs_agent: Callable[..., Any]) -> No
     assert "memory_terms" not in trace_events(state, "lexical_search")[0]
 
 
+def test_read_memory_below_threshold_counts_the_conversations_it_looked_at(
+    docs_agent: Callable[..., Any],
+) -> None:
+    """A user with only conversation memories read "below_threshold" beside "n_scanned": 0
+    (an outside check): what was looked at includes the exchanges."""
+    rag = docs_agent(memory_store=InMemoryStore())
+    rag.remember([{"role": "user", "content": "Our cat Mochi sleeps all day."}], user_id="al")
+    state = rag.invoke(OTHER, config={"configurable": {"user_id": "al"}})
+    (event,) = trace_events(state, "read_memory")
+    assert event["skipped"] == "below_threshold" and event["n_kept"] == 0
+    assert event["n_scanned"] == 1 and event["best_conversation"] is not None
+
+
 def test_final_grade_store_and_write_memory_scheduled(docs_agent: Callable[..., Any]) -> None:
     model = ScriptedChatModel(grades=[grade(True, 0.92)])
     store = InMemoryStore()

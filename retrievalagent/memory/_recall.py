@@ -299,7 +299,9 @@ class MemoryReader:
             preferences=preferences,
             conversations=conversations,
             terms=self._terms(kept),
-            scanned=recall.scanned if isinstance(recall.scanned, int) else 0,
+            # the facts and the conversation memories looked at: a user with only the
+            # latter read "below_threshold" beside 0 scanned
+            scanned=(recall.scanned if isinstance(recall.scanned, int) else 0) + len(said),
             best_score=round(facts[0].score, 4) if facts else None,
             best_similarity=round(max(similarities), 4) if similarities else None,
             best_conversation=round(max(_alone(h) for h in said), 4) if said else None,
