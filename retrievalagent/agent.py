@@ -8,7 +8,7 @@ import enum
 import hashlib
 import warnings
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
@@ -48,6 +48,7 @@ from retrievalagent.memory import (
     CONVERSATION_KEYS,
     JOINED,
     PREFERENCE,
+    PREFERENCE_WORDS,
     BackgroundWrites,
     ConversationRecord,
     ConversationWriter,
@@ -1088,7 +1089,7 @@ class RetrievalAgent:
             found = call_with_timeout(lambda: reader.read(request, limit=k), timeout, "recall")
         except TimeoutError:
             raise _recall_timeout(timeout) from None
-        return _recollections(found.kept, k)
+        return _recollections(found.kept, k, self._preference_asked(query))
 
     async def arecall(
         self, query: str, *, user_id: str, k: int = 10, now: Any = None
@@ -1101,7 +1102,19 @@ class RetrievalAgent:
             found = await asyncio.wait_for(reader.aread(request, limit=k), timeout)
         except (TimeoutError, asyncio.TimeoutError):
             raise _recall_timeout(timeout) from None
-        return _recollections(found.kept, k)
+        return _recollections(found.kept, k, self._preference_asked(query))
+
+    def _preference_asked(self, query: str) -> Callable[[MemoryHit], bool]:
+        """Whether a recalled preference is what ``query`` asks about: they share a word
+        (its instruction's, or its subject's: "language", "tone", "call me")."""
+        encoder = self._components.searcher.encoder
+        asked = set(encoder.query_terms(query))
+
+        def about(hit: MemoryHit) -> bool:
+            words = f"{hit.text} {hit.key} {PREFERENCE_WORDS.get(hit.key, '')}"
+            return bool(asked.intersection(encoder.query_terms(words)))
+
+        return about
 
     # -- background memory writes ----------------------------------------------------------
     def drain_background(self, timeout: float | None = None) -> DrainReport:
@@ -1178,14 +1191,22 @@ def _recall_timeout(timeout: float) -> TimeoutError:
     )
 
 
-def _recollections(hits: Sequence[MemoryHit], k: int) -> list[Recollection]:
+def _recollections(
+    hits: Sequence[MemoryHit], k: int, asked: Callable[[MemoryHit], bool] = lambda _: False
+) -> list[Recollection]:
     """Recalled memories as ``recall`` returns them: best first, those said in the time the
     question names before the rest (as the prompt has them; a stable sort keeps the order
-    recall ranked equal scores in), then the user's preferences, at most ``k``. A
-    preference is recalled whatever the question (its score is 1): first, it took the
-    place of what the question found ("which room is srv0213 in?" with ``k=1`` gave "Keep
-    answers short.")."""
-    ordered = sorted(hits, key=lambda h: (h.kind == PREFERENCE, not h.in_window, -h.score))[:k]
+    recall ranked equal scores in), at most ``k``. A preference is recalled whatever the
+    question (its score is 1), so it comes first only when the question is about it
+    (``asked``: "Which language do I want answers in?"), else after the rest: first, it
+    took the place of what the question found ("which room is srv0213 in?" with ``k=1``
+    gave "Keep answers short.")."""
+
+    def place(hit: MemoryHit) -> tuple[bool, bool, float]:
+        aside = hit.kind == PREFERENCE and not asked(hit)
+        return aside, not hit.in_window, -hit.score
+
+    ordered = sorted(hits, key=place)[:k]
     return [
         readable_recollection(
             Recollection(

@@ -389,7 +389,8 @@ def test_memory_list_and_search_label_each_memory_with_its_kind_as_json_names_it
     from retrievalagent import init_agent
 
     assert invoke(runner, "ingest", str(notes), "-c", "notes").exit_code == 0
-    history = _jsonl(tmp_path / "h.jsonl", {"role": "user", "content": "German answers, please."})
+    said = {"role": "user", "content": "The auditors want our answers in German."}
+    history = _jsonl(tmp_path / "h.jsonl", said)
     imported = invoke(runner, "memory", "import", str(history), "--user", "ann", "-c", "notes")
     assert imported.exit_code == 0, imported.output
     with init_agent("notes", memory=True) as rag:

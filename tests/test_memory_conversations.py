@@ -1599,6 +1599,19 @@ def test_the_offline_answer_quotes_the_users_statement_that_bears_on_the_questio
     rag.drain_background()
     answer = rag.invoke("What is my dog's name?", cfg("u", "t2")).answer
     assert "you said: “My dog is called Biscuit.”" in answer, answer
+    for n, (told, asked, quoted) in enumerate(
+        [
+            (
+                "I got a puppy last week. I named him Rex.",
+                "What's my dog called?",
+                "I named him Rex.",
+            ),
+            ("Tell you what, I'm allergic to peanuts.", "What am I allergic to?", "peanuts"),
+        ]
+    ):
+        rag.remember([{"role": "user", "content": told}], user_id=f"q{n}", at="2026-01-10")
+        answer = rag.invoke(asked, cfg(f"q{n}", "t1")).answer
+        assert quoted in answer.partition("you said:")[2], answer
     said = "I live in Berlin. I was diagnosed with asthma last year. How fast is shipping?"
     for user, name in [("v", None), ("w", "w")]:
         message = {"role": "user", "content": said} | ({"name": name} if name else {})
@@ -3403,7 +3416,8 @@ PASTED = [
     ("My Netflix login is bob@x.com / Sunshine2024", "Sunshine2024"),
     ("creds for the NAS: bob:Sunshine2024", "Sunshine2024"),
     ("TOTP seed: JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
-    ("my seed phrase is abandon ability able about above absent", "ability able"),
+    ("my seed phrase is abandon ability able about above absent absorb abstract", "ability able"),
+    ("I use the password `letmein` everywhere", "letmein"),
     ("Garage code: 7788", "7788"),
     ("PIN code 4821", "4821"),
     ("the PIN for my card is 4821", "4821"),
@@ -3459,6 +3473,18 @@ ORDINARY = [
     "the token is rotated weekly; it's Base64-encoded",
     "the key is Enter",
     "the password's length is 12",
+    # a second hostile pass (stop 43) found these masked by the shapes added first
+    "the password 'reset' flow is broken",
+    "The API key 'X-Api-Key' header must be set.",
+    "rename the token 'access_token' to 'id_token'",
+    "The password reset page moved; it's now https://id.corp.com/reset?flow=new.",
+    "the login is slow / Timeout=30s in the logs",
+    "I sign in with Google / Office365 depending on the account.",
+    "My 2FA key is lost, I need a new one.",
+    "My seed phrase was compromised last year.",
+    "The recovery phrase is twelve words long.",
+    "my seed phrase is stored offline",
+    "seed phrase: write it down on paper and store it safely",
     "the password's expired",
     "my password (the old one) is expired",
     "the token's scope is read",
@@ -3710,13 +3736,22 @@ def test_a_reply_to_a_request_for_a_password_is_not_kept(
             {"role": "assistant", "content": "Thanks, Sunshine2024 accepted."},
             {"role": "assistant", "content": "What is your favourite colour?"},
             {"role": "user", "content": "Turquoise"},
+            # a question that names a password without asking for one, then an answer
+            {
+                "role": "assistant",
+                "content": "What OS do you use? Also, what's your password policy?",
+            },
+            {"role": "user", "content": "macOS"},
+            {"role": "user", "content": "I run macOS Sonoma with FileVault."},
+            {"role": "assistant", "content": "And the PIN?"},
+            {"role": "user", "content": "Tr0ub4dor3"},
         ],
         user_id="s",
         thread_id="prompted",
     )
     kept = json.dumps([stored, rag.list_memories("s"), rag.recall("my password", user_id="s")])
-    assert "Sunshine2024" not in kept and "[secret removed]" in kept
-    assert "Turquoise" in kept
+    assert "Sunshine2024" not in kept and "Tr0ub4dor3" not in kept and "[secret removed]" in kept
+    assert "Turquoise" in kept and "I run macOS Sonoma" in kept and "user: macOS" in kept
 
 
 @pytest.mark.parametrize(
@@ -4031,6 +4066,15 @@ def test_earlier_questions_do_not_push_out_what_the_user_said_about_themselves()
     assert state.memory_context.count("\n- [") == 8  # the places were all taken
     assert "PostgreSQL 13 on Debian 11" in state.memory_context
     assert "you said: “My cluster runs PostgreSQL 13 on Debian 11.”" in state.answer
+    # an aside that names the subject takes no place from a small recall (a second hostile
+    # pass: "I burned some logs ..." came second for "How did you tell me to ... logs?")
+    rag.remember(
+        [{"role": "user", "content": "My upgrade notes got wet, PostgreSQL docs and all."}],
+        user_id="u",
+        at="2026-11-03",
+    )
+    hits = rag.recall("How did you tell me to upgrade PostgreSQL?", user_id="u", k=2)
+    assert all("got wet" not in h["text"] for h in hits), hits
 
 
 @pytest.mark.parametrize("ending", [".\nWhy does the worker fail?", " and the worker fails"])
@@ -4082,6 +4126,27 @@ def test_a_question_about_now_recalls_the_statement_that_changed_it_first(
         assert new in state.memory_context.split("\n- ")[1], state.memory_context
 
 
+#: A statement, a later mention of its name that changes nothing, and a question about now
+#: (a second hostile pass: the mention took first place), then the same with an update too.
+MENTIONED = [
+    (["My partner is Sarah.", "I had lunch with my colleague Sarah Jones today."], "Who is my partner currently?", 0),
+    (["I drive a Tesla Model 3.", "I saw a Tesla crash on the news, scary."], "What car do I drive now?", 0),
+    (["I drive a Honda Civic.", "I sold the Honda and bought a Toyota Prius.",
+      "The guy who bought my Honda says it runs great."], "What car do I drive now?", 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("said", "question", "first"), MENTIONED)
+def test_a_later_mention_of_the_same_name_is_no_update(
+    said: list[str], question: str, first: int
+) -> None:
+    rag = make_offline_store_agent()
+    for day, words in enumerate(said, 1):
+        rag.remember([{"role": "user", "content": words}], user_id="u", at=f"2026-01-0{day}")
+    (hit,) = rag.recall(question, user_id="u", k=1)
+    assert said[first] in hit["text"], hit["text"]
+
+
 @pytest.mark.parametrize("kind", ["store", "mem0"])
 def test_recall_with_a_small_k_keeps_what_the_question_found_over_a_preference(
     build: Callable[..., Any], kind: str
@@ -4095,6 +4160,11 @@ def test_recall_with_a_small_k_keeps_what_the_question_found_over_a_preference(
     assert "room 4" in hit["text"]
     kinds = [h["kind"] for h in rag.recall("which room is srv0213 in?", user_id="u", k=5)]
     assert kinds[0] == "conversation" and "preference" in kinds
+    # a question about a preference has it first (a second hostile pass: the teacher came)
+    rag.remember([{"role": "user", "content": "Please answer in German from now on."}], user_id="g")
+    rag.remember([{"role": "user", "content": "My German teacher is called Jonas."}], user_id="g")
+    (hit,) = rag.recall("Which language do I want answers in?", user_id="g", k=1)
+    assert (hit["kind"], hit["text"]) == ("preference", "Answer in German."), hit
 
 
 @pytest.mark.parametrize("asked", ["recall", "invoke"])

@@ -701,6 +701,9 @@ DOCUMENTED_EXAMPLES = {
         ("Would you mind answering in German?", []),
         ("Would you mind calling me Bob from now on?", []),
         ("Would you mind if I always ask in German?", []),
+        # a step of a how-to, an answer: not a standing request (a second hostile pass)
+        ("Open Settings, tap Language. Switch to German. Then check the menus.", []),
+        ("Spanish replies.", []),
         # a question about something else, what the agent can do, or one answer: none
         ("Can you answer in German about backups?", []),
         ("Could you tell me how backups work?", []),

@@ -45,6 +45,7 @@ from retrievalagent.memory._extract import ExtractedFact, FactExtractor
 from retrievalagent.memory._keys import alias_key, typed_alias
 from retrievalagent.memory._mem0 import Mem0Backend
 from retrievalagent.memory._preferences import (
+    PREFERENCE_WORDS,
     Preference,
     asks,
     by_subject,
@@ -66,6 +67,7 @@ __all__ = [
     "NOTHING_FOUND",
     "OPENAI_MESSAGE_KEYS",
     "PREFERENCE",
+    "PREFERENCE_WORDS",
     "BackgroundWrites",
     "ConversationRecord",
     "ConversationWriter",

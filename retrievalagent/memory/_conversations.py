@@ -35,6 +35,7 @@ from retrievalagent.memory._secrets import (
     mask_metadata,
     mask_secrets,
     masked_reply,
+    password_shaped,
     recurring_secrets,
 )
 from retrievalagent.memory._temporal import iso, parse_time
@@ -587,10 +588,11 @@ def _masked_each(
             and message.role == "user"
             and asks_for_secret(previous.content)
         ):  # "Please enter your password." then "Sunshine2024": the reply is the secret
-            content, lone = masked_reply(content)
-            if lone:
-                found.append(message.content.strip())
-                in_content += lone
+            content, value = masked_reply(content, previous.content)
+            if value:
+                in_content += 1
+                if password_shaped(value):  # masked where the conversation repeats it
+                    found.append(value)
         previous = message
         name, in_name = mask_secrets(message.name)
         metadata, in_metadata = mask_metadata(message.metadata, found)
@@ -757,9 +759,9 @@ def speaker_lines(text: str, separator: str = "\n") -> list[tuple[str, str]]:
 #: A sentence that asks, though it ends without "?": "Tell me my dog's name.", "Remind me
 #: what I said about backups", "how do I reset my password".
 _ASKING = re.compile(
-    r"^(?:(?:please|ok|okay|so|and|now|hey|hi)[,\s]+)*(?:tell|remind|show|give|help|let\s+me\s+know"
-    r"|find|list|explain|describe|summari[sz]e|look\s+up|how\s+(?:do|can|should|would)"
-    r"|what(?:'s|’s|\s+is|\s+was|\s+are)|which)\b",
+    r"^(?:(?:please|ok|okay|so|and|now|hey|hi)[,\s]+)*(?:(?:tell|remind|show|give|help|find)\s+me"
+    r"|let\s+me\s+know|list|explain|describe|summari[sz]e|look\s+up"
+    r"|how\s+(?:do|can|should|would)\s+(?:i|we)|what(?:'s|’s|\s+is|\s+was|\s+are)\s+(?:my|our))\b",
     re.IGNORECASE,
 )
 

@@ -98,6 +98,16 @@ SUBJECT_SHARE = 0.3
 #: set recall@10 stayed 0.979, and went from 0.933 to 0.942 with 50 conversations added
 #: (see ``UserIndex._updates_lifted``).
 _UPDATED_LEADS = 3
+#: Words that say something changed ("moved", "left", "switched", "new", "no longer"): a
+#: later mention of the same name without one ("had lunch with Sarah") is no update.
+_CHANGE = re.compile(
+    r"\b(?:mov(?:e|ed|ing)|left|leav(?:e|ing)|quit|switch(?:ed|ing)?|chang(?:e|ed|ing)"
+    r"|sold|bought|replac(?:e|ed|ing)|migrat(?:e|ed|ing)|rais(?:e|ed)|lower(?:ed)?"
+    r"|join(?:ed|ing)?|start(?:ed|ing)|stopp?(?:ed|ing)?|became|become|now|new|no longer"
+    r"|anymore|instead|upgrad(?:e|ed|ing)|downgrad(?:e|ed|ing)|went|got|took over|retired"
+    r"|hired|promoted|divorced|married|broke up|split up)\b",
+    re.IGNORECASE,
+)
 #: A name: a capitalised word inside a sentence ("Berlin", "Google", "EUR", "Jenkins"; not
 #: a sentence's first word, nor "I"), what a restatement names again.
 _NAME = re.compile(r"(?<![.!?:\n]\s)(?<!^)(?<=\s)(?!I\b|I'|I’)[A-Z][\w\-]*")
@@ -572,7 +582,9 @@ class UserIndex:
         relevant that names what it named, beyond the question's words (a word few of the
         user's memories hold: "I moved from Berlin to Lisbon." after "I live in Berlin.",
         asked "Where do I live now?"), and bears on the question itself (``SUBJECT_SHARE``
-        of the best relevance), is read as an update of it: as relevant. The newer then
+        of the best relevance) with a word of change ("moved", "left", "new": ``_CHANGE``),
+        is read as an update of it: the one of them that bears most on the question is as
+        relevant. The newer then
         comes first (``PRESENT_BONUS``, ``memory._recall``), where by its own words it came
         after the statement it replaced, or under the bar."""
         rows = np.flatnonzero(alive)
@@ -599,10 +611,11 @@ class UserIndex:
                 and alive[row]
                 and alone[row] >= SUBJECT_SHARE * best
                 and self._said_order(int(row)) > when
+                and _CHANGE.search(self._said(int(row))) is not None
             }
-            if later:  # the newest of them: what the statement became
-                newest = max(later, key=self._said_order)
-                out[newest] = max(out[newest], alone[lead])
+            if later:  # the one that bears most on the question: what the statement became
+                update = max(later, key=lambda row: (alone[row], self._said_order(row)))
+                out[update] = max(out[update], alone[lead])
         return out
 
     def _said(self, row: int) -> str:

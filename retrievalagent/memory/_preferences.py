@@ -21,6 +21,7 @@ from retrievalagent._inputs import content_text
 
 __all__ = [
     "LANGUAGES",
+    "PREFERENCE_WORDS",
     "Preference",
     "asks",
     "by_subject",
@@ -93,6 +94,17 @@ LANGUAGES = frozenset(
 )
 
 
+#: Words a question about a subject's preference may use beside its name and instruction
+#: ("How should you call me?", "What format do I like my answers in?").
+PREFERENCE_WORDS = {
+    "language": "languages speak",
+    "length": "long short brief length detailed concise",
+    "format": "format formatting bullets list",
+    "tone": "tone formal casual friendly style",
+    "address": "call name called address",
+}
+
+
 @dataclass(frozen=True)
 class Preference:
     """A recognised preference: its subject and the instruction the prompt shows."""
@@ -117,6 +129,11 @@ _TAIL = (
     r"instead|now|then|too|as well|again|for me|if you can|if possible))*"
 )
 _LANG = r"(?P<language>[A-Za-z]+)"
+#: A marker that a request is for good, or a request at all.
+_FOR_GOOD = (
+    r"(?:[,\s]+(?:please|from now on|going forward|moving forward|in future|in the future|"
+    r"by default|for me|with me))"
+)
 
 
 def _rule(body: str) -> re.Pattern[str]:
@@ -130,8 +147,10 @@ _LANGUAGE_RULES = [
         rf"i(?:'d| would)? (?:prefer|like) (?:it )?(?:if you )?(?:{_RESPOND}|you to {_RESPOND})(?: to me)? in {_LANG}"
     ),
     _rule(rf"(?:use|speak) {_LANG}(?: with me| when you {_RESPOND})?"),
-    _rule(rf"(?:switch|change|go)(?: over)? (?:back )?to {_LANG}"),
-    _rule(rf"(?:only )?{_LANG} {_ANSWERS}(?: only)?"),
+    # said for good or asked for ("Switch to English please."): bare, "Switch to German."
+    # is a step of a how-to, and "Spanish replies." an answer
+    _rule(rf"(?:switch|change)(?: over)? (?:back )?to {_LANG}{_FOR_GOOD}"),
+    _rule(rf"(?:only )?{_LANG} {_ANSWERS}(?: only)?{_FOR_GOOD}"),
 ]
 _LENGTH = {
     "short": "Keep answers short.",

@@ -504,17 +504,32 @@ def _room_outside_window(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
     return [*hits[: count - 1], hits[outside], *hits[count - 1 : outside], *hits[outside + 1 :]]
 
 
+#: The fewest places ``_room_for_a_statement`` keeps one of (a ``recall(k=2)`` keeps what
+#: ranks first), and the share of the best relevance the statement needs (set beforehand:
+#: an aside naming the subject, "the nginx docs got wet", is no answer).
+_ROOM_FROM = 4
+STATEMENT_SHARE = 0.5
+
+
 def _room_for_a_statement(hits: list[MemoryHit], count: int) -> list[MemoryHit]:
     """``hits`` with the best one in which the user stated something about themselves moved
-    up to the last of ``count`` places, when none of the first ``count`` holds such a
-    statement: for a question about the user ("Which PostgreSQL version am I on?"), eight
+    up to the last of ``count`` places (of at least ``_ROOM_FROM``), when none of the first
+    ``count`` holds such a statement and it bears on the question (``STATEMENT_SHARE``): for a question about the user ("Which PostgreSQL version am I on?"), eight
     earlier questions on the subject ("How do I upgrade PostgreSQL?", each stored with its
     answer) pushed out the one exchange that said "My cluster runs PostgreSQL 13"."""
-    if len(hits) <= count or count < 2:
+    if len(hits) <= count or count < _ROOM_FROM:
         return hits
     if any(user_statements(h.text) for h in hits[:count]):
         return hits
-    found = next((i for i in range(count, len(hits)) if user_statements(hits[i].text)), None)
+    bar = STATEMENT_SHARE * max(_alone(h) for h in hits[:count])
+    found = next(
+        (
+            i
+            for i in range(count, len(hits))
+            if _alone(hits[i]) >= bar and user_statements(hits[i].text)
+        ),
+        None,
+    )
     if found is None:
         return hits
     return [*hits[: count - 1], hits[found], *hits[count - 1 : found], *hits[found + 1 :]]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "mask_metadata",
     "mask_secrets",
     "masked_reply",
+    "password_shaped",
     "recurring_secrets",
 ]
 
@@ -77,7 +78,7 @@ _LABELLED = re.compile(
     rf"""
     (?P<label>(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|secret(?:[ _-]?(?:access[ _-]?)?key)?
       |(?:api|access|auth|private)[ _-]?(?:key|token)|token|bearer|client[ _-]?secret|credentials?
-      |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key|(?:t?otp|2fa|mfa)[ _-]?(?:seed|secret|key)
+      |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key
       |passwort|kennwort|mot\ de\ passe|contrase[ñn]a|senha|wachtwoord|has[łl]o|пароль)\b)
     (?P<sep>\s*(?:[:=：]|{_IS_NOW}(?:\s*[:：])?|\b(?:ist|lautet)\b(?:\s*[:：])?|\best\b|\bes\b)\s*)
     (?P<value>"[^"\n]+"|'[^'\n]+'|“[^”\n]+”|‘[^’\n]+’|[^\s"',;]{{3,}})
@@ -201,26 +202,57 @@ _LOGIN_PAIR = re.compile(
     (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
+# "TOTP seed: JBSWY3DPEHPK3PXP", "2FA secret = ...": after ":" or "=" only ("my 2FA key is
+# lost" says what happened to it)
+_OTP_SEED = re.compile(
+    r"""\b(?:t?otp|2fa|mfa)[ _-]?(?:seed|secret|key)\s*[:=]\s*(?P<value>[A-Za-z0-9+/=_\-]{8,})""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "my seed phrase is abandon ability able about ...": a wallet's words (BIP-39's have three
+# to eight letters), eight or more (a
+# seed phrase "was compromised", "is twelve words long" or "is stored offline" is prose)
+_SEED_PHRASE = re.compile(
+    r"""\b(?:seed|recovery|mnemonic|wallet|backup)[ _-]?phrase\b|\bmnemonic\b""",
+    re.IGNORECASE,
+)
+_SEED_WORDS = re.compile(
+    r"""(?:\s+(?:is|was)|\s*[:=\-–—])\s*(?P<value>[a-z]{3,8}(?:[ ,]+[a-z]{3,8}){7,23})(?![a-z])"""
+)
 # "I use the password 'letmein' everywhere": a quoted value right after a secret's name
+# that something is done with (not "the password 'reset' flow", "the token 'access_token'")
 _LABEL_THEN_QUOTED = re.compile(
-    r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|pin)[ \t]+
-    (?P<value>"[^"\n]{3,80}"|'[^'\n]{3,80}'|“[^”\n]{3,80}”|‘[^’\n]{3,80}’)""",
+    r"""\b(?:use[sd]?|using|set|chose|choose|picked|typed|entered|with)[ \t]+
+    (?:(?:the|my|a|our|this)[ \t]+)?(?:pass(?:word|wd|phrase)|pwd|pw|secret|token|api[ _-]?key|pin)
+    [ \t]+(?P<value>"[^"\n]{3,80}"|'[^'\n]{3,80}'|“[^”\n]{3,80}”|‘[^’\n]{3,80}’|`[^`\n]{3,80}`)""",
     re.VERBOSE | re.IGNORECASE,
 )
-#: What asks for a secret, so that the reply that follows is one ("Please enter your
-#: password." then "Sunshine2024"): see ``asks_for_secret``.
+#: A secret an assistant may ask for.
+_ASKED_SECRET = r"""(?:password|passphrase|pass\s+phrase|passcode|pin(?:\s+code)?|token|api\s+key
+  |secret\s+key|(?:verification|security|2fa|one-time|login)\s+code)"""
+#: The assistant's last sentence, when it asks for a secret outright, so that the reply
+#: that follows is one ("Please enter your password." then "Sunshine2024"; not "what's your
+#: password policy?"): see ``asks_for_secret``.
 _ASKS_FOR_SECRET = re.compile(
-    r"""\b(?:enter|type|send|give|paste|provide|share|tell\s+me|what(?:'s|’s|\s+is))\b
-    [^.?!\n]{0,40}?\b(?:password|passphrase|passcode|pin|token|api\s+key|secret|otp
-      |(?:verification|security|2fa|one-time)\s+code)\b""",
+    rf"""^(?:(?:and|ok|okay|so|now|next|then|also|great|thanks|sure)[,!\s]+)*(?:
+      (?:please\s+)?(?:enter|type|send|give\s+me|paste|provide|share|tell\s+me|confirm)
+        (?:\s+me)?\s+(?:your|the)\s+(?:[\w\-]+\s+){{0,2}}?{_ASKED_SECRET}
+      |what(?:'s|’s|\s+is|\s+was)\s+(?:your|the)\s+(?:[\w\-]+\s+){{0,2}}?{_ASKED_SECRET}
+      |what\s+{_ASKED_SECRET}\s+did\s+you\s+(?:pick|choose|set|use)
+      |(?:your|the)\s+{_ASKED_SECRET},?\s+please
+      |(?:(?:your|the)\s+)?{_ASKED_SECRET})(?:\s+please)?\s*[.?!:]*$""",
     re.VERBOSE | re.IGNORECASE,
 )
+#: A request for a phrase of several words ("Please type the passphrase."): the whole
+#: reply is one.
+_ASKS_FOR_PHRASE = re.compile(r"\b(?:pass\s?phrase|seed\s+phrase|recovery\s+phrase)\b", re.I)
 # "login with admin / Adm1nPa55!", "signed in as root | Tr0ub4dor&3", "my login is bob@x.com
 # / Sunshine2024": a user, then a value shaped as a password (``_login_password_shaped``: "log
-# in as ubuntu / ec2-user" names two users)
+# in as ubuntu / ec2-user" names two users). The user: an email, a name with a digit or "_",
+# or an account every system has ("the login is slow / Timeout=30s" names none)
 _LOGIN_WITH = re.compile(
     r"""\b(?:(?:log(?:ged)?[ \t]?in|sign(?:ed)?[ \t]?in)[ \t]+(?:with|as|using)
-      |login[ \t]+(?:is|was))[ \t]+[^\s/|,;"']+
+      |login[ \t]+(?:is|was))[ \t]+(?:[^\s/|,;"'@]+@[^\s/|,;"']+|[\w.\-]*[\d_][\w.\-]*
+      |(?i:admin|administrator|root|user|guest|ubuntu|pi|postgres|sa|test|demo))
     [ \t]*[/|][ \t]*(?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
@@ -229,8 +261,8 @@ _LOGIN_WITH = re.compile(
 _SECRET_NOW = re.compile(
     r"""(?:\b|_)(?:pass(?:word|wd|phrase)|pwd|secret|token|api[ _-]?key|pin)\b
     (?:[^.!?\n]|[.!?](?=\S)){0,60}?
-    \b(?:now\s+)?it(?:'|’|\s+i)s\s+(?:now\s+)?
-    (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    \b(?:now\s+)?it(?:'|’|\s+i)s\s+(?:now\s+)?(?!\w+://|www\.)
+    (?P<value>[^\s"',;()\[\]{}<>/]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
 # "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
@@ -409,15 +441,14 @@ _OPENSSL = re.compile(
 # belong to the password, as in "Sun.Flower!42")
 _PASS_PHRASE = re.compile(
     r"""(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|pw|passwort|kennwort|mot\ de\ passe|contrase[ñn]a
-      |senha|wachtwoord|has[łl]o|пароль|(?:seed|recovery|mnemonic|wallet)[ _-]?phrase)
-      (?:\s+(?:is|was))?\s*[:=：]\s*
+      |senha|wachtwoord|has[łl]o|пароль)(?:\s+(?:is|was))?\s*[:=：]\s*
       (?P<value>[^\s"'\[;](?:[^.!?;\n]|[.!?](?=[^\s.!?;]))*)""",
     re.VERBOSE | re.IGNORECASE,
 )
 # "my ssh passphrase is correct horse": after "passphrase is" the rest of the clause (a pass
 # phrase has spaces), judged by its words ("the passphrase is correct" is prose)
 _PASSPHRASE_IS = re.compile(
-    rf"""(?P<label>(?:\b|_)(?:pass|seed|recovery|mnemonic|wallet)[ _-]?phrase\b)
+    rf"""(?P<label>(?:\b|_)pass[ _-]?phrase\b)
     (?P<sep>(?:\s+(?:for|to|on|of|at|in|with|from)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)?
       \s+{_IS_NOW}\s+)
     (?P<value>[^\s"'\[;,.!?](?:[^.!?;,\n]|[.!?](?=[^\s.!?;]))*)""",
@@ -805,18 +836,52 @@ def _password_shaped(value: str) -> bool:
     return symbols > 0 or (digits > 0 and (mixed_case or len(value) >= 8))
 
 
+def _seed_phrases_masked(text: str, masked_value: Callable[[re.Match[str]], str]) -> str:
+    """``text`` with the words after each seed phrase's name masked (``_SEED_WORDS``)."""
+    for label in reversed(list(_SEED_PHRASE.finditer(text))):
+        words = _SEED_WORDS.match(text, label.end())
+        if words is not None:
+            text = text[: label.end()] + masked_value(words) + text[words.end() :]
+    return text
+
+
+#: Words a clause after "password:" begins with when it is about the password.
+_ABOUT_IT = frozenset(
+    {"must", "should", "can", "cannot", "can't", "needs", "need", "has", "have", "is", "are",
+     "was", "were", "will", "may", "might", "expires", "expired", "requires", "required",
+     "see", "same", "none", "not", "too", "at"}
+)  # fmt: skip
+
+
+def _phrase_is_prose(value: str) -> bool:
+    """Whether the clause after "password:" says something of it ("must be at least 12
+    characters long") rather than being it."""
+    words = value.split()
+    return bool(words) and (words[0].lower() in _ABOUT_IT or _passphrase_prose(value))
+
+
+def password_shaped(value: str) -> bool:
+    """Whether ``value`` can only be a password or a key (see ``_password_shaped``)."""
+    return _password_shaped(value)
+
+
 def asks_for_secret(text: str) -> bool:
-    """Whether ``text`` (an assistant's message) asks for a password, a PIN or a code."""
-    return _ASKS_FOR_SECRET.search(text) is not None
+    """Whether ``text`` (an assistant's message) ends asking for a password, a PIN or a
+    code outright ("Please enter your password.", "And the PIN?")."""
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+    return bool(sentences) and _ASKS_FOR_SECRET.match(sentences[-1]) is not None
 
 
-def masked_reply(text: str) -> tuple[str, int]:
-    """``text``, a reply to a request for a secret (``asks_for_secret``), masked whole when
-    it is one word of four characters or more: the secret itself, said with no name."""
-    word = text.strip()
-    if len(word) < 4 or any(c.isspace() for c in word) or word.startswith("[secret"):
-        return text, 0
-    return text.replace(word, MASK), 1
+def masked_reply(text: str, request: str) -> tuple[str, str]:
+    """``text``, the reply to ``request`` (which ``asks_for_secret``), masked whole when it
+    is the secret itself, said with no name: one word of four characters or more, or for a
+    pass phrase a few words. Returns the text and the value masked ("" for none)."""
+    said = text.strip()
+    words = said.split()
+    phrase = _ASKS_FOR_PHRASE.search(request) is not None
+    if len(said) < 4 or said.startswith("[secret") or not 1 <= len(words) <= (12 if phrase else 1):
+        return text, ""
+    return text.replace(said, MASK), said
 
 
 def _strong_password_shaped(value: str) -> bool:
@@ -859,7 +924,8 @@ def _phrase_follows(m: re.Match[str]) -> bool:
     words = [w.lower() for w in _KEY_WORD.findall(m.group("key"))]
     if not words or words[-1] not in _PHRASE_KEYS or m.group("value")[:1] in _QUOTES:
         return False
-    return re.match(r"[ \t]+[^\s#]", m.string[m.end() :]) is not None
+    rest = m.string[m.end() :].split("\n", 1)[0]
+    return re.match(r"[ \t]+[^\s#]", rest) is not None
 
 
 def _config_secret(m: re.Match[str]) -> bool:
@@ -1096,6 +1162,10 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         lambda m: masked_value(m) if _config_secret(m) and not _phrase_follows(m) else m.group(0),
         text,
     )
+    # "password: must be at least 12 characters long" is about the password: kept whole
+    text = _PASS_PHRASE.sub(
+        lambda m: m.group(0) if _phrase_is_prose(m.group("value")) else masked_value(m), text
+    )
     for pattern in (
         _QUOTED_SECRET,
         _BARE_SECRET,
@@ -1123,7 +1193,6 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         text = pattern.sub(masked_value, text)
     # before "password=" takes the rest of the clause: "--password=X --verbose" keeps its flag
     text = _FLAG_PASSWORD.sub(masked_value, text)
-    text = _PASS_PHRASE.sub(masked_value, text)
     text = _PASSPHRASE_IS.sub(masked_value, text)
     text = _LABELLED.sub(masked_value, text)
     text = _LABELLED_LATER.sub(masked_value, text)
@@ -1133,6 +1202,8 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
             lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
         )
     text = _LABEL_THEN_QUOTED.sub(masked_value, text)
+    text = _OTP_SEED.sub(masked_value, text)
+    text = _seed_phrases_masked(text, masked_value)
     text = _LABEL_THEN_KEY.sub(
         lambda m: masked_value(m) if _key_shaped(m.group("value")) else m.group(0), text
     )

@@ -77,15 +77,16 @@ def _earlier(
 ) -> str:
     """What the user told the agent before that bears on this question, quoted with its
     date: of the best recalled conversation memory holding statements about themselves,
-    those sharing the most words with the question (``bears``), else its first. Not all
-    of them: "Which city do I live in?" quoted the diagnosis said beside the city."""
+    those sharing the most words with the question (``bears``), else all (none may name
+    what is asked: "I named him Rex." for "What's my dog called?"). Not all when some do:
+    "Which city do I live in?" quoted the diagnosis said beside the city."""
     for at, text in recalled:
         said = user_statements(text, [user_id] if user_id else ())
         if not said:
             continue
         shared = [bears(sentence) for sentence in said]
         most = max(shared)
-        chosen = [s for s, n in zip(said, shared, strict=True) if n == most] if most else said[:1]
+        chosen = [s for s, n in zip(said, shared, strict=True) if n == most] if most else said
         day = f" on {at[:10]}" if at[:10] else ""
         return " " + EARLIER.format(day=day, statement=" ".join(chosen)[:300])
     return ""
