@@ -822,8 +822,10 @@ def test_recall_returns_every_kind_best_first_within_k(
     hits = rag.recall(question, user_id="alice")
     kinds = {h["kind"] for h in hits}
     assert kinds == {"search_fact", "preference", "conversation"}, hits
-    scores = [h["score"] for h in hits]
-    assert scores == sorted(scores, reverse=True)  # no time named: by score alone
+    found = [h["score"] for h in hits if h["kind"] != "preference"]
+    assert found == sorted(found, reverse=True)  # no time named: by score alone
+    # then the preference, which the question is not about
+    assert [h["kind"] for h in hits[len(found) :]] == ["preference"]
     assert any(SAID in h["text"] for h in hits if h["kind"] == "conversation")
     assert [h["text"] for h in hits if h["kind"] == "search_fact"] == [ALIAS_FACT]
     assert len(rag.recall(question, user_id="alice", k=2)) == 2
