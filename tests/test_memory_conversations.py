@@ -3610,6 +3610,17 @@ def test_a_kubernetes_password_is_masked_whole_and_the_next_entry_kept() -> None
         assert masked == said.replace("correct horse battery staple", MASK)
 
 
+def test_a_flags_password_is_masked_and_the_next_flag_kept() -> None:
+    """Masking a pass phrase after "password:" whole ran once before "--password=X" was
+    read as a flag, and took "--verbose" with it (found in review)."""
+    from retrievalagent.memory._secrets import MASK, mask_secrets
+
+    assert mask_secrets("pg_dump --password=Hunter2 --verbose") == (
+        f"pg_dump --password={MASK} --verbose",
+        1,
+    )
+
+
 @pytest.mark.parametrize("said", ORDINARY)
 def test_ordinary_text_is_not_taken_for_a_secret(said: str) -> None:
     from retrievalagent.memory._secrets import mask_secrets

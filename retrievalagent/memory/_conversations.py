@@ -30,12 +30,10 @@ from langchain_core.messages import BaseMessageChunk, message_chunk_to_message
 
 from retrievalagent._inputs import block_text, content_text, normalized
 from retrievalagent.memory._secrets import (
-    asks_for_secret,
     mask_known,
     mask_metadata,
     mask_secrets,
     masked_reply,
-    password_shaped,
     recurring_secrets,
 )
 from retrievalagent.memory._temporal import iso, parse_time
@@ -582,17 +580,11 @@ def _masked_each(
     previous = earlier[-1] if earlier else None
     for message in said:
         content, in_content = mask_secrets(message.content, found=found)
-        if (
-            previous is not None
-            and previous.role == "assistant"
-            and message.role == "user"
-            and asks_for_secret(previous.content)
-        ):  # "Please enter your password." then "Sunshine2024": the reply is the secret
-            content, value = masked_reply(content, previous.content)
-            if value:
-                in_content += 1
-                if password_shaped(value):  # masked where the conversation repeats it
-                    found.append(value)
+        if previous is not None and previous.role == "assistant" and message.role == "user":
+            # "Please enter your password." then "Sunshine2024": the reply is the secret
+            content, replied, values = masked_reply(content, previous.content)
+            in_content += replied
+            found.extend(values)
         previous = message
         name, in_name = mask_secrets(message.name)
         metadata, in_metadata = mask_metadata(message.metadata, found)

@@ -39,12 +39,10 @@ from typing import Any
 
 __all__ = [
     "MASK",
-    "asks_for_secret",
     "mask_known",
     "mask_metadata",
     "mask_secrets",
     "masked_reply",
-    "password_shaped",
     "recurring_secrets",
 ]
 
@@ -212,11 +210,9 @@ _OTP_SEED = re.compile(
 # to eight letters), eight or more (a
 # seed phrase "was compromised", "is twelve words long" or "is stored offline" is prose)
 _SEED_PHRASE = re.compile(
-    r"""\b(?:seed|recovery|mnemonic|wallet|backup)[ _-]?phrase\b|\bmnemonic\b""",
-    re.IGNORECASE,
-)
-_SEED_WORDS = re.compile(
-    r"""(?:\s+(?:is|was)|\s*[:=\-–—])\s*(?P<value>[a-z]{3,8}(?:[ ,]+[a-z]{3,8}){7,23})(?![a-z])"""
+    r"""(?i:\b(?:(?:seed|recovery|mnemonic|wallet|backup)[ _-]?phrase|mnemonic)\b)
+    (?:\s+(?i:is|was)|\s*[:=\-–—])\s*(?P<value>[a-z]{3,8}(?:[ ,]+[a-z]{3,8}){7,23})(?![a-z])""",
+    re.VERBOSE,
 )
 # "I use the password 'letmein' everywhere": a quoted value right after a secret's name
 # that something is done with (not "the password 'reset' flow", "the token 'access_token'")
@@ -836,15 +832,6 @@ def _password_shaped(value: str) -> bool:
     return symbols > 0 or (digits > 0 and (mixed_case or len(value) >= 8))
 
 
-def _seed_phrases_masked(text: str, masked_value: Callable[[re.Match[str]], str]) -> str:
-    """``text`` with the words after each seed phrase's name masked (``_SEED_WORDS``)."""
-    for label in reversed(list(_SEED_PHRASE.finditer(text))):
-        words = _SEED_WORDS.match(text, label.end())
-        if words is not None:
-            text = text[: label.end()] + masked_value(words) + text[words.end() :]
-    return text
-
-
 #: Words a clause after "password:" begins with when it is about the password.
 _ABOUT_IT = frozenset(
     {"must", "should", "can", "cannot", "can't", "needs", "need", "has", "have", "is", "are",
@@ -860,28 +847,27 @@ def _phrase_is_prose(value: str) -> bool:
     return bool(words) and (words[0].lower() in _ABOUT_IT or _passphrase_prose(value))
 
 
-def password_shaped(value: str) -> bool:
-    """Whether ``value`` can only be a password or a key (see ``_password_shaped``)."""
-    return _password_shaped(value)
-
-
-def asks_for_secret(text: str) -> bool:
+def _asks_for_secret(text: str) -> bool:
     """Whether ``text`` (an assistant's message) ends asking for a password, a PIN or a
     code outright ("Please enter your password.", "And the PIN?")."""
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
     return bool(sentences) and _ASKS_FOR_SECRET.match(sentences[-1]) is not None
 
 
-def masked_reply(text: str, request: str) -> tuple[str, str]:
-    """``text``, the reply to ``request`` (which ``asks_for_secret``), masked whole when it
-    is the secret itself, said with no name: one word of four characters or more, or for a
-    pass phrase a few words. Returns the text and the value masked ("" for none)."""
+def masked_reply(text: str, request: str) -> tuple[str, int, tuple[str, ...]]:
+    """``text``, the user's reply to the assistant's ``request``, masked whole when the
+    request asks for a secret outright and the reply is the secret itself, said with no
+    name: one word of four characters or more, or for a pass phrase a few words. Returns
+    the text, how many were masked, and the values to mask where the conversation repeats
+    them (as ``mask_secrets``' ``found``: a password-shaped one only, "macOS" is a word)."""
     said = text.strip()
     words = said.split()
     phrase = _ASKS_FOR_PHRASE.search(request) is not None
     if len(said) < 4 or said.startswith("[secret") or not 1 <= len(words) <= (12 if phrase else 1):
-        return text, ""
-    return text.replace(said, MASK), said
+        return text, 0, ()
+    if not _asks_for_secret(request):
+        return text, 0, ()
+    return text.replace(said, MASK), 1, (said,) if _password_shaped(said) else ()
 
 
 def _strong_password_shaped(value: str) -> bool:
@@ -910,6 +896,23 @@ def _key_shaped(value: str) -> bool:
         return False
     mixed = any(c.isupper() for c in letters) and any(c.islower() for c in letters)
     return mixed or any(c.lower() > "f" for c in letters)
+
+
+#: Patterns whose value is masked only when it has the shape (in this order).
+_SHAPED: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = (
+    (_LABEL_THEN_VALUE, _password_shaped),
+    (_LOGIN_PAIR, _password_shaped),
+    (_LABEL_THEN_KEY, _key_shaped),
+    (_LOGIN_WITH, _login_password_shaped),
+    (_SECRET_NOW, _strong_password_shaped),
+)
+
+
+def _when_shaped(
+    shape: Callable[[str], bool], masked_value: Callable[[re.Match[str]], str]
+) -> Callable[[re.Match[str]], str]:
+    """A replacement that masks a match's value when it has ``shape``, else keeps it."""
+    return lambda m: masked_value(m) if shape(m.group("value")) else m.group(0)
 
 
 #: The last word of a key whose value may be a pass phrase, with spaces in it.
@@ -1162,10 +1165,6 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         lambda m: masked_value(m) if _config_secret(m) and not _phrase_follows(m) else m.group(0),
         text,
     )
-    # "password: must be at least 12 characters long" is about the password: kept whole
-    text = _PASS_PHRASE.sub(
-        lambda m: m.group(0) if _phrase_is_prose(m.group("value")) else masked_value(m), text
-    )
     for pattern in (
         _QUOTED_SECRET,
         _BARE_SECRET,
@@ -1193,28 +1192,20 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         text = pattern.sub(masked_value, text)
     # before "password=" takes the rest of the clause: "--password=X --verbose" keeps its flag
     text = _FLAG_PASSWORD.sub(masked_value, text)
+    # "password: must be at least 12 characters long" is about the password: kept whole
+    text = _PASS_PHRASE.sub(
+        lambda m: m.group(0) if _phrase_is_prose(m.group("value")) else masked_value(m), text
+    )
     text = _PASSPHRASE_IS.sub(masked_value, text)
     text = _LABELLED.sub(masked_value, text)
     text = _LABELLED_LATER.sub(masked_value, text)
     text = _CHANGED_TO.sub(masked_value, text)
-    for shaped in (_LABEL_THEN_VALUE, _LOGIN_PAIR):
-        text = shaped.sub(
-            lambda m: masked_value(m) if _password_shaped(m.group("value")) else m.group(0), text
-        )
     text = _LABEL_THEN_QUOTED.sub(masked_value, text)
     text = _OTP_SEED.sub(masked_value, text)
-    text = _seed_phrases_masked(text, masked_value)
-    text = _LABEL_THEN_KEY.sub(
-        lambda m: masked_value(m) if _key_shaped(m.group("value")) else m.group(0), text
-    )
-    text = _LOGIN_WITH.sub(
-        lambda m: masked_value(m) if _login_password_shaped(m.group("value")) else m.group(0),
-        text,
-    )
-    text = _SECRET_NOW.sub(
-        lambda m: masked_value(m) if _strong_password_shaped(m.group("value")) else m.group(0),
-        text,
-    )
+    text = _SEED_PHRASE.sub(masked_value, text)
+    # values masked only when their shape says they are one
+    for shaped, shape in _SHAPED:
+        text = shaped.sub(_when_shaped(shape, masked_value), text)
     if not random_looking:
         return text, count, tuple(found)
     text = _RANDOM.sub(lambda m: masked(m) if _random_looking(m.group(0)) else m.group(0), text)

@@ -72,7 +72,7 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
-def _earlier(
+def _quoted_earlier(
     recalled: Sequence[tuple[str, str]], bears: Callable[[str], int], user_id: str = ""
 ) -> str:
     """What the user told the agent before that bears on this question, quoted with its
@@ -213,7 +213,7 @@ class ExtractiveAnswerer:
         def bears(sentence: str) -> int:
             return len(wanted.intersection(self.encoder.query_terms(sentence)))
 
-        return _earlier(request.earlier, bears, request.user_id)
+        return _quoted_earlier(request.earlier, bears, request.user_id)
 
     def _wanted_terms(self, request: AnswerRequest) -> set[int]:
         """The terms an answer sentence should hold: the query's, the question's and the
