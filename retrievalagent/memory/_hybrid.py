@@ -584,9 +584,8 @@ class UserIndex:
         asked "Where do I live now?"), and bears on the question itself (``SUBJECT_SHARE``
         of the best relevance) with a word of change ("moved", "left", "new": ``_CHANGE``),
         is read as an update of it: the one of them that bears most on the question is as
-        relevant. The newer then
-        comes first (``PRESENT_BONUS``, ``memory._recall``), where by its own words it came
-        after the statement it replaced, or under the bar."""
+        relevant. The newer then comes first (``PRESENT_BONUS``, ``memory._recall``), where by
+        its own words it came after the statement it replaced, or under the bar."""
         rows = np.flatnonzero(alive)
         best = float(alone[rows].max()) if rows.size > 1 else 0.0
         if best <= 0.0:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -204,17 +205,12 @@ _MAX_PIECE_CHARS = 120
 
 def _pieces(sentence: str) -> list[str]:
     """``sentence``, or for a long one its pieces of at most ``_MAX_PIECE_CHARS``, cut
-    between words (the last piece whole to its end)."""
+    between words (a word longer than that is a piece of its own)."""
     if len(sentence) <= _MAX_PIECE_CHARS:
         return [sentence]
-    pieces, piece = [], ""
-    for word in sentence.split(" "):
-        if piece and len(piece) + 1 + len(word) > _MAX_PIECE_CHARS:
-            pieces.append(piece)
-            piece = word
-        else:
-            piece = f"{piece} {word}" if piece else word
-    return [*pieces, piece] if piece else pieces
+    return textwrap.wrap(
+        sentence, _MAX_PIECE_CHARS, break_long_words=False, break_on_hyphens=False
+    ) or [sentence]
 
 
 def _norm(text: str) -> str:
