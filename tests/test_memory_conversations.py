@@ -3429,6 +3429,11 @@ PASTED = [
     ("my new password's Sunshine2024", "Sunshine2024"),
     ("I use the password 'letmein' everywhere", "letmein"),
     ("Password - Qwerty!234", "Qwerty"),
+    # a pass phrase of plain words after "password is" (only its first word went)
+    ("My password is correct horse battery staple", "horse battery"),
+    ("The wifi password is purple monkey dishwasher", "monkey dishwasher"),
+    ("the password was blue elephant", "elephant"),
+    ("my gmail password is summer sun beach wave and it works", "beach wave"),
     # a payment card pasted whole: its number (in groups or not) and its code
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "1111 1111"),
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "cvv 123"),
@@ -3512,6 +3517,9 @@ ORDINARY = [
     "call me at +49 1512 3456704",
     "the CSC 2021 report",
     "the password is expired",
+    "my password is case sensitive",
+    "the password is saved somewhere safe",
+    "the password is wrong again",
     "the password for the prod db is expired",
     "the password for the prod db is too short",
     "the password for the prod db is not working",

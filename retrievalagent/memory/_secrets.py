@@ -450,6 +450,19 @@ _PASSPHRASE_IS = re.compile(
     (?P<value>[^\s"'\[;,.!?](?:[^.!?;,\n]|[.!?](?=[^\s.!?;]))*)""",
     re.VERBOSE | re.IGNORECASE,
 )
+# "the wifi password is purple monkey dishwasher", "my password is correct horse battery
+# staple.": after "password is" two or more plain words to the clause's end (or its "and",
+# "but" ...) are a pass phrase, masked whole (as one word, only its first went), unless
+# they read as a sentence about it (``_password_phrase_prose``)
+_JOINS = r"(?i:and|but|or|so|because|then|which|that)"
+_PHRASE_WORD = rf"(?!{_JOINS}\b)[A-Za-z]{{2,}}"
+_PASSWORD_PHRASE_IS = re.compile(
+    rf"""(?i:(?:\b|_)(?:pass(?:word|wd)|pwd|pw|passwort|kennwort)\b)
+    (?:\s+{_IS_NOW}\s+)
+    (?P<value>{_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{1,11}})
+    (?=[ \t]*(?:[.!?;,\n]|$)|[ \t]+{_JOINS}\b)""",
+    re.VERBOSE,
+)
 # "I changed the password for prod to hunter2", "set my password to ..."
 _CHANGED_TO = re.compile(
     r"""\b(?:changed|set|reset|updated|switched)\s+
@@ -774,6 +787,25 @@ def _passphrase_prose(value: str) -> bool:
             or second.endswith("ly")
         )
     return first.isalpha() and _participle(first) and second in _PROSE_NEXT
+
+
+def _password_phrase_prose(value: str) -> bool:
+    """Whether the words after "password is" say something of it ("is changed by IT every
+    quarter", "is saved somewhere safe", "is case sensitive") rather than being it: a
+    function word, a word of a clause or place, an adverb, a word that describes a value
+    (past the first of three or more: "correct horse ..." begins a phrase), or a
+    participle first."""
+    words = value.lower().split()
+    return (
+        _participle(words[0])
+        or any(
+            w in _FUNCTION_WORDS or w in _CLAUSE_WORDS or w in _PROSE_NEXT or w.endswith("ly")
+            for w in words
+        )
+        or any(w in _NOT_A_VALUE for w in words[1:])
+        # two words: "is case sensitive"; three or more may begin "correct horse ..."
+        or (len(words) == 2 and words[0] in _NOT_A_VALUE)
+    )
 
 
 def _kept_as_prose(m: re.Match[str]) -> bool:
@@ -1195,6 +1227,10 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
     # "password: must be at least 12 characters long" is about the password: kept whole
     text = _PASS_PHRASE.sub(
         lambda m: m.group(0) if _phrase_is_prose(m.group("value")) else masked_value(m), text
+    )
+    text = _PASSWORD_PHRASE_IS.sub(
+        lambda m: m.group(0) if _password_phrase_prose(m.group("value")) else masked_value(m),
+        text,
     )
     text = _PASSPHRASE_IS.sub(masked_value, text)
     text = _LABELLED.sub(masked_value, text)
