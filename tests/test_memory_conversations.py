@@ -3518,6 +3518,9 @@ ORDINARY = [
     "the CSC 2021 report",
     "the password is expired",
     "my password is case sensitive",
+    # a clause about the password after a colon (its first word was masked)
+    "password: must be at least 12 characters long",
+    "Password: Must contain a digit",
     "the password is saved somewhere safe",
     "the password is wrong again",
     "the password for the prod db is expired",

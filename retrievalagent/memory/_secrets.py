@@ -826,9 +826,14 @@ def _kept_as_prose(m: re.Match[str]) -> bool:
     connector = m.string[
         m.end("label") if groups.get("label") else m.start("value") : m.start("value")
     ]
-    if value[:1] in _QUOTES or ":" in connector or "=" in connector:
+    if value[:1] in _QUOTES or "=" in connector:
         return False
     word = value.rstrip(".!?")
+    if ":" in connector:
+        # "password: must be at least 12 characters": a clause about it, as ``_PASS_PHRASE``
+        # reads what follows a colon (which keeps it whole), not a first word to mask
+        after = _NEXT_WORD.match(m.string[m.end() :])
+        return word.isalpha() and after is not None and _phrase_is_prose(f"{word} {after[1]}")
     plain = word.isalpha() and word.islower()
     rest = m.string[m.end() :]
     if re.search(r"\bto\s*$", connector, re.IGNORECASE):
