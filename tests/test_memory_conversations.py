@@ -2215,6 +2215,32 @@ def facts_of(memories: list[Any]) -> list[Any]:
     return [m for m in said(memories) if m["form"] == "fact"]
 
 
+def test_what_another_person_says_in_a_shared_chat_is_no_fact_about_the_user(
+    build: Callable[..., Any],
+) -> None:
+    """In an imported group chat, Sam's "I live in Oslo" is Sam's: the model is asked about
+    the user's own lines only (unnamed, or named as the user), so a fact drawn from Sam's
+    words is never stored as the user's and never answers "Where do I live?"."""
+    model = ScriptedChatModel(facts=[fact("home city", "Lives in Oslo.", 0)])
+    rag = build("store", model=model)
+    rag.remember(
+        [
+            {"role": "user", "content": "Morning all, what's the plan for the offsite?"},
+            {"role": "user", "name": "Sam", "content": "I live in Oslo so I'll fly in."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "name": "alice", "content": "I'm driving up from Bergen."},
+        ],
+        user_id="alice",
+        thread_id="grp",
+        at=AT,
+    )
+    (asked,) = model.inputs("memory")
+    shown = "\n".join(str(m.content) for m in asked)
+    assert "I'm driving up from Bergen." in shown
+    assert "I live in Oslo" not in shown
+    assert not [m for m in facts_of(rag.list_memories("alice")) if "Oslo" in m["text"]]
+
+
 @pytest.mark.parametrize("kind", ["store", "postgres"])
 def test_a_stated_fact_is_kept_linked_to_its_turn_and_a_newer_one_replaces_it(
     build: Callable[..., Any], kind: str

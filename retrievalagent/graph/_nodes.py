@@ -1108,12 +1108,14 @@ class Nodes:
                 records[0].text[:200],
             )
         ]
-        if wants_facts := writer.wants_facts(said):
+        # the question is the user's, whatever name its message carries
+        asked_by_user = [replace(s, name="") if s.role == "user" else s for s in said]
+        if wants_facts := writer.wants_facts(asked_by_user, user):
             writes.append(  # not waited for by the user's next turn: a model call
                 _Write(
                     f"conversation facts: {state['question']}",
-                    lambda: writer.store_facts(said, **where, ticket=ticket),
-                    lambda: writer.astore_facts(said, **where, ticket=ticket),
+                    lambda: writer.store_facts(asked_by_user, **where, ticket=ticket),
+                    lambda: writer.astore_facts(asked_by_user, **where, ticket=ticket),
                     "",
                     "facts about the user",
                 )

@@ -318,11 +318,11 @@ class ConversationWriter:
         )
         return [] if taken else stored
 
-    def wants_facts(self, said: Sequence[Said]) -> bool:
+    def wants_facts(self, said: Sequence[Said], user_id: str) -> bool:
         """Whether ``facts`` would extract anything: there is an extractor (the agent's
         model, or the backend's own) and the user said something about themselves."""
         extracts = self.extractor is not None or self.memory.extracts_facts
-        return extracts and mentions_self(m.content for m in said if m.role == "user")
+        return extracts and mentions_self(m.content for m in said if _by_user(m, user_id))
 
     def facts(
         self,
@@ -336,7 +336,7 @@ class ConversationWriter:
     ) -> Plan[list[MemoryHit]]:
         """Extract, check and store the facts about the user in ``said`` (nothing once
         their conversation is forgotten after ``ticket``)."""
-        if not self.wants_facts(said):
+        if not self.wants_facts(said, user_id):
             return []
         # what the model sees and what is kept: the messages, metadata and title masked
         said, title = masked_said(said)[0], mask_secrets(title)[0]
@@ -347,7 +347,7 @@ class ConversationWriter:
         known = yield IO(lambda: memory.facts_about(user_id), lambda: memory.afacts_about(user_id))
         subjects = list(dict.fromkeys(str(h.metadata.get("subject") or "") for h in known))
         subjects = [s for s in subjects if s]
-        mine = [m for m in said if m.role == "user"]
+        mine = [m for m in said if _by_user(m, user_id)]
         stored: list[MemoryHit] = []
         for start in range(0, len(mine), _MESSAGES_PER_CALL):
             if ticket is not None and self._forgets.since(ticket, user_id, thread_id):
@@ -379,7 +379,9 @@ class ConversationWriter:
     def _for_backend(
         said: Sequence[Said], user_id: str, thread_id: str, at: datetime | str | None, title: str
     ) -> ConversationRecord:
-        """The conversation as one record whose messages the backend extracts facts from."""
+        """The conversation as one record whose messages the backend extracts facts from:
+        the user's own and the replies, not other people's in a shared chat."""
+        said = [m for m in said if m.role == "assistant" or _by_user(m, user_id)]
         whole = exchange_records(said, user_id=user_id, thread_id=thread_id, at=at, title=title)
         return ConversationRecord(
             text="",
@@ -397,6 +399,16 @@ class ConversationWriter:
 def _key_of(hit: MemoryHit) -> str:
     """An exchange's key: a store item's id; mem0 keeps it as ``memory_key``."""
     return str(hit.metadata.get("memory_key") or hit.id)
+
+
+def _by_user(message: Said, user_id: str) -> bool:
+    """Whether the user said ``message``: a user message unnamed, or named as the user (an
+    export that names every speaker); not another person's in a shared chat ("Sam: I live
+    in Oslo" is no fact about the user)."""
+    return message.role == "user" and " ".join(message.name.split()).casefold() in {
+        "",
+        " ".join(user_id.split()).casefold(),
+    }
 
 
 def _extraction(extractor: FactExtractor, texts: list[str], subjects: list[str]) -> IO:
@@ -420,12 +432,7 @@ def _stated(
     it as its question, secrets masked (the sentence alone: masking every message again
     cost an import 6% of its time, for the few that state a preference)."""
     when = iso(parse_time(at))
-    own = {"", " ".join(user_id.split()).casefold()}
-    mine = [
-        (place, message)
-        for place, message in enumerate(said)
-        if message.role == "user" and message.name.casefold() in own
-    ]
+    mine = [(place, message) for place, message in enumerate(said) if _by_user(message, user_id)]
     out: list[MemoryRecord] = []
     for (place, message), stated in zip(mine, each_stated(m.content for _, m in mine), strict=True):
         out += [
