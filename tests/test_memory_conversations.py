@@ -4183,6 +4183,10 @@ MENTIONED = [
     (["I drive a Tesla Model 3.", "I saw a Tesla crash on the news, scary."], "What car do I drive now?", 0),
     (["I drive a Honda Civic.", "I sold the Honda and bought a Toyota Prius.",
       "The guy who bought my Honda says it runs great."], "What car do I drive now?", 1),
+    # another person's move, and one only thought of (a third hostile pass: each came first)
+    (["I live in Berlin.", "My brother just moved from Berlin to Oslo."], "Where do I live now?", 0),
+    (["I live in Berlin.", "I might move from Berlin to Oslo, not sure yet."], "Where do I live now?", 0),
+    (["I work at Spotify.", "If I left Spotify I would join Klarna."], "Where do I work now?", 0),
 ]  # fmt: skip
 
 

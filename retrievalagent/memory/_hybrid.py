@@ -108,6 +108,50 @@ _CHANGE = re.compile(
     r"|hired|promoted|divorced|married|broke up|split up)\b",
     re.IGNORECASE,
 )
+#: The speaker as the subject ("I", "I'm", "we"): "My brother just moved to Oslo" changes
+#: nothing about the user.
+_FIRST_PERSON = re.compile(r"\b(?:i|i['’](?:m|ve|d|ll)|we|we['’](?:re|ve|d|ll))\b", re.IGNORECASE)
+#: Words that may open a clause whose subject is left out ("Small win: raised my rate",
+#: "just moved to Lisbon"): said of the speaker.
+_OPENERS = frozenset(
+    {"just", "finally", "recently", "also", "so", "and", "then", "already", "officially",
+     "today", "yesterday", "btw", "oh", "well", "anyway", "actually", "now"}
+)  # fmt: skip
+#: A change only thought of ("I might move to Oslo", "if I switch to Rust", "thinking about
+#: leaving"), not made.
+_NOT_MADE = re.compile(
+    r"\b(?:might|may|maybe|perhaps|if|would|could|should|thinking\ (?:about|of)|considering"
+    r"|plan(?:ning)?\ to|want(?:ing)?\ to|hop(?:e|ing)\ to|not\ sure|whether)\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CLAUSE_START = re.compile(r"^(?:.*[,;:—–(])?\s*", re.DOTALL)
+
+
+def _asks_of_self(question: str) -> bool:
+    """Whether ``question`` asks about the user ("Where do I live now?"), not about
+    something of theirs ("What does my team use now?")."""
+    return re.search(r"\b(?:i|me|i['’]m)\b", question, re.IGNORECASE) is not None
+
+
+def _tells_change(said: str, by_speaker: bool) -> bool:
+    """Whether one of ``said``'s sentences tells of a change made (a word of ``_CHANGE``),
+    not one only considered ("I might move"); with ``by_speaker``, one the speaker made:
+    its subject "I", "we", or none ("Small win: raised my rate"), not another person ("my
+    brother moved", for "Where do I live now?")."""
+    for sentence in _SENTENCE.split(said):
+        change = _CHANGE.search(sentence)
+        if change is None or _NOT_MADE.search(sentence):
+            continue
+        if not by_speaker or _FIRST_PERSON.search(sentence):
+            return True
+        before = sentence[: change.start()]
+        opening = before[_CLAUSE_START.match(before).end() :]  # type: ignore[union-attr]
+        if all(w.casefold() in _OPENERS for w in re.findall(r"[^\W\d_]+", opening)):
+            return True
+    return False
+
+
 #: A name: a capitalised word inside a sentence ("Berlin", "Google", "EUR", "Jenkins"; not
 #: a sentence's first word, nor "I"), what a restatement names again.
 _NAME = re.compile(r"(?<![.!?:\n]\s)(?<!^)(?<=\s)(?!I\b|I'|I’)[A-Z][\w\-]*")
@@ -525,7 +569,7 @@ class UserIndex:
             similarity, bm25, share = (_in_context(a, before) for a in (similarity, bm25, share))
             alone = _answering(alone, before, self._asks[:size])
         if present:
-            alone = self._updates_lifted(alone, alive, set(asked))
+            alone = self._updates_lifted(alone, alive, set(asked), _asks_of_self(query))
         named = self._named(query)
         spoken = np.zeros(size, dtype=bool)
         if named:
@@ -576,7 +620,7 @@ class UserIndex:
         self._last_of[thread] = row
 
     def _updates_lifted(
-        self, alone: np.ndarray, alive: np.ndarray, asked: Collection[int]
+        self, alone: np.ndarray, alive: np.ndarray, asked: Collection[int], of_self: bool
     ) -> np.ndarray:
         """For a question about how things stand now: a memory said after one of the most
         relevant that names what it named, beyond the question's words (a word few of the
@@ -610,7 +654,7 @@ class UserIndex:
                 and alive[row]
                 and alone[row] >= SUBJECT_SHARE * best
                 and self._said_order(int(row)) > when
-                and _CHANGE.search(self._said(int(row))) is not None
+                and _tells_change(self._said(int(row)), of_self)
             }
             if later:  # the one that bears most on the question: what the statement became
                 update = max(later, key=lambda row: (alone[row], self._said_order(row)))
