@@ -289,7 +289,7 @@ HISTORY: list[dict[str, Any]] = [
     {
         "role": "user",
         "name": "alice",
-        "content": "The staging cluster runs PostgreSQL 13 on Debian 11.",
+        "content": "Our staging cluster runs PostgreSQL 13 on Debian 11.",
         "metadata": {"slack_ts": "1736065800.000100", "channel": "ops"},
     },
     {
@@ -2980,9 +2980,10 @@ def test_remember_draws_facts_from_an_imported_history(build: Callable[..., Any]
     (found,) = facts_of(rag.list_memories("alice"))
     assert found["sources"] == [HISTORY[0]["metadata"]]  # the message it came from
     assert datetime.fromisoformat(found["at"]) == AT
-    # the model saw only what the user said, not the assistant's reply
+    # the model saw only what the user said, not the assistant's reply nor what sam said
     extraction = prompt_text(model.inputs("memory")[0])
     assert "Noted: staging" not in extraction and "PostgreSQL 13" in extraction
+    assert "ops-backups" not in extraction
 
 
 @pytest.mark.parametrize("how", ["remember", "remember_many"])
