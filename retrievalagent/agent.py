@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import enum
 import hashlib
+import math
 import warnings
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -45,6 +46,7 @@ from retrievalagent.ingest import (
     source_key,
 )
 from retrievalagent.memory import (
+    CONVERSATION,
     CONVERSATION_KEYS,
     JOINED,
     PREFERENCE,
@@ -1200,11 +1202,22 @@ def _recollections(
     question (its score is 1), so it comes first only when the question is about it
     (``asked``: "Which language do I want answers in?"), else after the rest: first, it
     took the place of what the question found ("which room is srv0213 in?" with ``k=1``
-    gave "Keep answers short.")."""
+    gave "Keep answers short.").
+
+    Conversation memories keep the order recall gave them, which the prompt shows: for a
+    question about now, the newer statement before the one it changed, whatever their
+    scores by words (sorted by score, ``k=2`` put "I live in Berlin." before "I moved from
+    Berlin to Lisbon." that ``k=1`` returned alone). Among the other kinds each takes the
+    place of the best score at or after it in that order."""
+    ranked: dict[int, float] = {}
+    lowest = -math.inf
+    for hit in reversed([h for h in hits if h.kind == CONVERSATION]):
+        lowest = max(lowest, hit.score)
+        ranked[id(hit)] = lowest
 
     def place(hit: MemoryHit) -> tuple[bool, bool, float]:
         aside = hit.kind == PREFERENCE and not asked(hit)
-        return aside, not hit.in_window, -hit.score
+        return aside, not hit.in_window, -ranked.get(id(hit), hit.score)
 
     ordered = sorted(hits, key=place)[:k]
     return [

@@ -4173,6 +4173,9 @@ def test_a_question_about_now_recalls_the_statement_that_changed_it_first(
         )
         (first,) = rag.recall(question, user_id=user, k=1)
         assert new in first["text"], (question, first["text"])
+        # recall lists them in the prompt's order, whatever k (by score, k=2 put the older first)
+        both = [h["text"] for h in rag.recall(question, user_id=user, k=2)]
+        assert new in both[0] and old in both[1], both
         state = rag.invoke(question, cfg(user, "now"))
         assert new in state.memory_context.split("\n- ")[1], state.memory_context
 
