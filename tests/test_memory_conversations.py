@@ -4194,6 +4194,28 @@ MENTIONED = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("asked", ["When is my Friday standup?", "When is our Friday standup?"])
+def test_a_weekday_that_names_a_meeting_is_no_time_window(asked: str) -> None:
+    """ "my Friday standup" says which standup, not "what I said last Friday": read as a
+    window, the eight chats of last Friday came first and the standup last (a hostile
+    pass). "What did I ask on Friday?" still asks for that day."""
+    rag = make_offline_store_agent()
+    said = "My team standup is every Friday at 9am."
+    rag.remember([{"role": "user", "content": said}], user_id="u", thread_id="s", at="2026-03-02")
+    for n, topic in enumerate(["rsync flags", "tar excludes", "cron syntax", "ssh keys"]):
+        rag.remember(
+            [{"role": "user", "content": f"How do I use {topic}?"}],
+            user_id="u",
+            thread_id=f"f{n}",
+            at=f"2026-03-20T1{n}:00:00+00:00",
+        )
+    now = "2026-03-24T12:00:00+00:00"
+    first = rag.recall(asked, user_id="u", k=3, now=now)[0]
+    assert said in first["text"], first["text"]
+    friday = rag.recall("What did I ask on Friday?", user_id="u", k=3, now=now)
+    assert "How do I use" in friday[0]["text"], friday
+
+
 @pytest.mark.parametrize(("said", "question", "first"), MENTIONED)
 def test_a_later_mention_of_the_same_name_is_no_update(
     said: list[str], question: str, first: int

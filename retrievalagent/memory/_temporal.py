@@ -245,11 +245,20 @@ def _relative_weeks(now: datetime, text: str) -> TimeRef | None:
         n = _count(m.group("n"))
         centre = today - timedelta(days=7 * n)
         return _days(now, centre - timedelta(days=4), centre + timedelta(days=3))
-    if m := re.search(rf"\b(?:on |last |this past )?{_WEEKDAY}\b", text):
+    for m in re.finditer(rf"\b(?P<said>on |last |this past )?{_WEEKDAY}\b", text):
+        if not m.group("said") and _NAMES_A_KIND.search(text, 0, m.start()):
+            continue  # "my Friday standup", "every Monday": which one, not when
         back = (today.weekday() - _WEEKDAYS[m.group("weekday")]) % 7 or 7
         day = today - timedelta(days=back)
         return _days(now, day, day)
     return None
+
+
+#: A word before a weekday that makes it part of a name or a schedule ("my Friday standup",
+#: "every Monday", "the Sunday roast", "next Tuesday"), not a past day.
+_NAMES_A_KIND = re.compile(
+    r"\b(?:my|our|your|his|her|their|the|a|an|every|each|next|that|most|some)\s+$"
+)
 
 
 # Parts of a month: (first day, last day; 0 = the month's last day).
