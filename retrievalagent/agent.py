@@ -882,7 +882,9 @@ class RetrievalAgent:
             raise ConfigError(str(exc)) from None
         first = next((m.content for m in said if m.role == "user"), said[0].content)
         if thread_id is None:  # named after what was said, so importing it again is a no-op
-            digest = hashlib.sha256(repr([(m.role, m.content) for m in said]).encode())
+            # and who said it, with the messages' ids where they have them: Sam's "I quit
+            # today." and Ann's were one thread, and forgetting one erased both
+            digest = hashlib.sha256(repr([_identity(m) for m in said]).encode())
             thread = f"imported-{digest.hexdigest()[:16]}"
         else:
             thread = check_name(thread_id, "thread_id", NAMED_AFTER_WHAT_WAS_SAID)
@@ -1191,6 +1193,14 @@ def _recall_timeout(timeout: float) -> TimeoutError:
         f"recall: the memory backend did not answer within {timeout:g}s "
         "(memory_timeout, RAG_MEMORY_TIMEOUT)"
     )
+
+
+def _identity(message: Said) -> tuple[str, ...]:
+    """What names an imported message in its conversation's thread id: its role and words,
+    then its speaker and id where it has them (a conversation without either keeps the
+    id it was given before they counted)."""
+    extra = (message.name, message.id) if message.name or message.id else ()
+    return (message.role, message.content, *extra)
 
 
 def _recollections(

@@ -1816,6 +1816,26 @@ async def test_sync_recall_on_the_loop_of_an_async_store_fails_at_once_saying_aw
     assert len(await rag.alist_memories("alice")) == 1  # nothing was written or erased
 
 
+def test_imports_with_the_same_words_by_two_people_are_two_threads() -> None:
+    """Without a ``thread_id`` an import is named after what was said and who said it:
+    Sam's "I quit today." and Ann's were one thread, and forgetting Sam's conversation
+    erased Ann's too (a hostile pass). The same import given again is still one."""
+    rag = make_offline_store_agent()
+    (sam,) = rag.remember(
+        [{"role": "user", "name": "Sam", "content": "I quit today."}], user_id="u"
+    )
+    (ann,) = rag.remember(
+        [{"role": "user", "name": "Ann", "content": "I quit today."}], user_id="u"
+    )
+    assert sam["thread_id"] != ann["thread_id"]
+    assert (
+        rag.remember([{"role": "user", "name": "Ann", "content": "I quit today."}], user_id="u")
+        == []
+    )
+    assert rag.forget("u", thread_id=sam["thread_id"]) == 1
+    assert [m["thread_id"] for m in rag.list_memories("u")] == [ann["thread_id"]]
+
+
 def _two_conversations(rag: Any) -> None:
     for thread, said_there in (("t1", STATEMENT), ("t2", S3_STATEMENT)):
         rag.remember([{"role": "user", "content": said_there}], user_id="alice", thread_id=thread)
