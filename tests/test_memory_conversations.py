@@ -3481,6 +3481,13 @@ PASTED = [
     ("The wifi password is purple monkey dishwasher", "monkey dishwasher"),
     ("the password was blue elephant", "elephant"),
     ("my gmail password is summer sun beach wave and it works", "beach wave"),
+    # lists of recovery codes (only the first was masked), and creds without "user:"
+    ("Google backup codes: 1234 5678, 9012 3456, 7788 9911", "7788 9911"),
+    ("recovery codes:\n48213\n99812", "99812"),
+    ("My GitHub recovery codes: 4f8a2-9bc31 7d2e1-0a9f4", "7d2e1-0a9f4"),
+    ("recovery code 48213", "48213"),
+    ("creds for the NAS: Sunshine2024", "Sunshine2024"),
+    ("creds for the NAS: bob / Sunshine2024", "Sunshine2024"),
     # a payment card pasted whole: its number (in groups or not) and its code
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "1111 1111"),
     ("my card is 4111 1111 1111 1111 exp 12/29 cvv 123", "cvv 123"),
@@ -3568,6 +3575,9 @@ ORDINARY = [
     # a clause about the password after a colon (its first word was masked)
     "password: must be at least 12 characters long",
     "Password: Must contain a digit",
+    "recovery codes are stored in 1Password",
+    "the backup codes page moved",
+    "creds for the NAS: see the wiki",
     "the password is saved somewhere safe",
     "the password is wrong again",
     "the password for the prod db is expired",

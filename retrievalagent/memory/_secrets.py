@@ -261,6 +261,23 @@ _SECRET_NOW = re.compile(
     (?P<value>[^\s"',;()\[\]{}<>/]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
+# "creds for the NAS: Sunshine2024", "creds for the NAS: bob / Sunshine2024": after the
+# colon a password's shape, alone or after a user and "/" (masked by ``_SHAPED``)
+_CREDENTIALS_VALUE = re.compile(
+    r"""\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?\s*[:=：]\s*(?:[^\s:/|"']+\s*[/|]\s*)?
+    (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    re.VERBOSE | re.IGNORECASE,
+)
+# "Google backup codes: 1234 5678, 9012 3456", "recovery codes:\n48213\n99812", "GitHub
+# recovery codes: 4f8a2-9bc31 7d2e1-0a9f4", "recovery code 48213": the whole list (``_PIN``
+# took its first code only), each code with a digit
+_CODE = r"(?=[0-9A-Za-z\-]*\d)[0-9A-Za-z]{4,12}(?:-[0-9A-Za-z]{4,12})?"
+_RECOVERY_CODES = re.compile(
+    rf"""\b(?i:(?:recovery|backup|2fa|mfa|two[ -]factor)\s+codes?)(?i:\s+(?:are|were|is|was))?
+    [ \t]*[:=#]?\s*
+    (?P<value>{_CODE}(?:[ \t]*[,;]?\s*{_CODE})*)(?![\w\-])""",
+    re.VERBOSE,
+)
 # "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
 _CREDENTIALS = re.compile(
     r"""\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)
@@ -939,6 +956,7 @@ def _key_shaped(value: str) -> bool:
 _SHAPED: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = (
     (_LABEL_THEN_VALUE, _password_shaped),
     (_LOGIN_PAIR, _password_shaped),
+    (_CREDENTIALS_VALUE, _password_shaped),
     (_LABEL_THEN_KEY, _key_shaped),
     (_LOGIN_WITH, _login_password_shaped),
     (_SECRET_NOW, _strong_password_shaped),
@@ -1217,6 +1235,7 @@ def _masked(text: str, random_looking: bool) -> tuple[str, int, tuple[str, ...]]
         _NETRC,
         _USER_PASSWORD,
         _CREDENTIALS,
+        _RECOVERY_CODES,
         _PIN,
         _HTPASSWD,
         _OPENSSL,
