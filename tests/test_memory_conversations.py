@@ -2956,6 +2956,30 @@ async def test_facts_about_the_user_under_ainvoke(abuild: Callable[..., Any], ki
     assert first["text"] == "Runs PostgreSQL 13 on Debian 11."
 
 
+@pytest.mark.parametrize(
+    ("said", "drawn"),
+    [
+        ("I don't use Docker anymore.", "Stopped using Docker."),
+        ("I don't use Docker anymore.", "Does not use Docker anymore."),
+        ("we just moved to lisbon", "Currently lives in Lisbon."),
+        ("I drive a tesla now", "Drives a Tesla."),
+    ],
+)
+def test_a_fact_that_opens_with_a_verb_is_stored(
+    build: Callable[..., Any], said: str, drawn: str
+) -> None:
+    """A fact is written as a sentence about the user, so its first word is capitalised:
+    "Stopped", "Does", "Currently" are no names the user had to type. Read as names, every
+    fact telling of a change was dropped, and the older one stayed current (a hostile
+    pass). A name at the start still must be typed ("Paris is home.")."""
+    model = ScriptedChatModel(facts=[fact("topic", drawn, 0), fact("home", "Paris is home.", 0)])
+    rag = build("store", model=model)
+    rag.remember([{"role": "user", "content": said}], user_id="u", thread_id="t1", at=AT)
+    assert [m["text"] for m in facts_of(rag.list_memories("u"))] == [drawn]
+    rag.remember([{"role": "user", "content": said}], user_id="v", thread_id="t1", at=AT)
+    assert facts_of(rag.list_memories("v")) == []
+
+
 def test_a_fact_with_a_number_the_user_never_typed_is_not_stored(
     build: Callable[..., Any],
 ) -> None:

@@ -5,7 +5,8 @@ the user and their situation ("Runs PostgreSQL 13 on Debian 11."), each keyed by
 so that a newer fact on the same subject replaces the older one. A model fills these
 fields, and small models misfill them, so each fact is checked against the user's own
 messages before it is stored: every number, version and capitalised name in it must be
-something the user typed, it must be one short line, hold no secret, and point at the
+something the user typed (a plain word that opens the fact, "Stopped using Docker.", is
+capitalised by its place, not a name), it must be one short line, hold no secret, and point at the
 messages it came from (``checked_facts``).
 
 The model's side lives with the other LLM roles (``models``); this module holds the
@@ -91,11 +92,41 @@ def _invented(fact: str, source: str) -> list[str]:
     """Numbers and names in ``fact`` that ``source`` does not contain."""
     typed = source.lower()
     out = []
-    for token in _NAMED.findall(fact):
-        token = token.strip(".'-")
-        if token and token.lower() not in _COMMON and token.lower() not in typed:
-            out.append(token)
+    for found in _NAMED.finditer(fact):
+        token = found.group(0).strip(".'-")
+        if not token or token.lower() in _COMMON or token.lower() in typed:
+            continue
+        subject = re.match(r"\s+(?:is|was|are|were|has|have)\b", fact[found.end() :])
+        if _opens_sentence(fact, found.start()) and _plain_opening(token) and not subject:
+            continue  # "Paris is home." opens with a name
+        out.append(token)
     return out
+
+
+#: Endings of the words a fact written as a sentence about the user opens with, a verb or an
+#: adverb ("Stopped using Docker.", "Drives a Tesla.", "Married to Anna.", "Currently lives in
+#: Lisbon."): capitalised because they open it, not names.
+_OPENING_ENDINGS = ("s", "ed", "ing", "ly")
+#: Such words without those endings.
+_OPENING_WORDS = frozenset(
+    {"does", "did", "not", "no", "now", "still", "once", "never", "recently", "formerly",
+     "previously", "currently", "married", "single", "born", "moved", "left", "quit", "got",
+     "had", "went", "began", "became", "sold", "bought", "switched", "drives", "drove",
+     "lives", "lived", "works", "worked", "owns", "owned", "speaks", "studies", "studied"}
+)  # fmt: skip
+
+
+def _opens_sentence(fact: str, at: int) -> bool:
+    return not fact[:at].strip() or fact[:at].rstrip()[-1:] in ".!?"
+
+
+def _plain_opening(token: str) -> bool:
+    """Whether a fact's first word is a plain word (a verb, an adverb) capitalised by its
+    place, not a name the user must have typed ("Klarna is ...", "PostgreSQL 15 ...")."""
+    word = token.lower()
+    if not token.isalpha() or not token[1:].islower():
+        return False
+    return word in _OPENING_WORDS or (len(word) > 4 and word.endswith(_OPENING_ENDINGS))
 
 
 def checked_facts(facts: Sequence[ExtractedFact], said: Sequence[str]) -> list[ExtractedFact]:
