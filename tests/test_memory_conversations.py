@@ -1171,6 +1171,33 @@ def test_an_answer_comes_with_its_question_and_the_trace_shows_why(
     assert "phase 4 exams" in state.memory_context
 
 
+def test_a_correction_in_the_next_message_comes_with_what_it_corrects(
+    build: Callable[..., Any],
+) -> None:
+    """ "Sorry, I meant Milan." names no city the question asks about, but corrects "I live
+    in Rome.": asked in another conversation, recall brings both (the correction was under
+    the bar, and the prompt said Rome; a hostile pass). A follow-up that corrects nothing
+    ("Sorry to bother you, ...") is not brought along."""
+    rag = build("store")
+    remember_odds_and_ends(rag)
+    rag.remember(
+        [
+            {"role": "user", "content": "I live in Rome."},
+            {"role": "assistant", "content": "Got it, you live in Rome."},
+            {"role": "user", "content": "Sorry, I meant Milan."},
+            {"role": "assistant", "content": "Thanks, Milan it is."},
+            {"role": "user", "content": "Sorry to bother you, how do I rotate nginx logs?"},
+            {"role": "assistant", "content": "Use logrotate."},
+        ],
+        user_id="ann",
+        thread_id="march",
+        at="2026-03-01T10:00:00Z",
+    )
+    shown = rag.invoke("Where do I live?", cfg("ann", "t2")).memory_context
+    assert "I live in Rome." in shown and "Sorry, I meant Milan." in shown, shown
+    assert "nginx" not in shown, shown
+
+
 def test_a_question_about_the_past_recalls_its_paraphrase(build: Callable[..., Any]) -> None:
     """ "Why couldn't I leave the shutter open for long with my original setup?" shares no
     word with "anything past about 15 seconds gets arcs at the edges", and "How long are my

@@ -23,7 +23,8 @@ An exchange also ranks by the one just before it in its conversation (``CONTEXT_
 is about what was said before it, which its own words rarely name. That orders the lists;
 the relevance gate reads a memory's own words (``Candidate.alone``), except that an answer
 to a question (the exchange before it ends with "?") passes the gate when its question
-does: an unrelated message that merely came next is not recalled, a reply is.
+does, and a correction ("Sorry, I meant Milan.") when what it corrects does: an unrelated
+message that merely came next is not recalled, a reply or a correction is.
 
 A memory's similarity also reads its parts (``said_spans``: what was said, cut at its
 clauses, each with a vector of its own, pooled from the message's run of the embedder
@@ -157,6 +158,14 @@ def _tells_change(said: str, by_speaker: bool) -> bool:
 _NAME = re.compile(r"(?<![.!?:\n]\s)(?<!^)(?<=\s)(?!I\b|I'|I’)[A-Z][\w\-]*")
 UPDATED_SHARE = 0.8
 NAMING_IDF = 2.2
+#: An exchange whose first line corrects what was said just before ("Sorry, I meant
+#: Milan.", "Correction: it's 16 GB", "Typo, Debian 12", "No wait, Tuesday"): about the
+#: exchange it follows (``_answering``).
+_CORRECTING = re.compile(
+    r"^[^:\n]{1,40}:\s*(?:(?:correction|typo|no\ wait|wait,?\ no)\b"
+    r"|[^\n]{0,40}?\b(?:i\ meant|i\ misspoke|scratch\ that|should\ have\ said|i\ mean(?!\ it\b))\b)",
+    re.IGNORECASE,
+)
 #: Where what was said is cut into parts: after a clause's punctuation, and at line ends.
 _PART_BREAK = re.compile(r"(?<=[.!?…,;:])\s+|\n+")
 #: A stored line's speaker ("user: ", "Jonas: "), not part of what was said.
@@ -287,6 +296,7 @@ class UserIndex:
         self._before = np.zeros(0, dtype=np.int64)
         self._last_of: dict[str, int] = {}  # thread -> its latest row
         self._asks = np.zeros(0, dtype=bool)  # ends with a question (see _answering)
+        self._corrects = np.zeros(0, dtype=bool)  # corrects the one before (see _answering)
         self._before_stale = False
         # term -> (rows, weights) as lists, and as arrays once a search needed them
         self._postings: dict[int, tuple[list[int], list[float]]] = {}
@@ -355,6 +365,7 @@ class UserIndex:
         # a store lists them in no particular order, and one import shares one time
         self._rows.linked.append(placed and value.get("form") in (None, "", "exchange"))
         self._asks[row] = text.rstrip().endswith("?")
+        self._corrects[row] = _CORRECTING.match(text) is not None
         self._follow(row, thread)
         names = value.get("speakers")
         people = (
@@ -423,6 +434,9 @@ class UserIndex:
             asks = np.zeros(self._matrix.shape[0], dtype=bool)
             asks[: self._asks.shape[0]] = self._asks
             self._asks = asks
+            corrects = np.zeros(self._matrix.shape[0], dtype=bool)
+            corrects[: self._corrects.shape[0]] = self._corrects
+            self._corrects = corrects
         self._matrix[row] = vector
 
     def _append_parts(self, row: int, parts: np.ndarray) -> None:
@@ -567,7 +581,7 @@ class UserIndex:
         if self.context:
             before = self._previous()
             similarity, bm25, share = (_in_context(a, before) for a in (similarity, bm25, share))
-            alone = _answering(alone, before, self._asks[:size])
+            alone = _answering(alone, before, self._asks[:size], self._corrects[:size])
         if present:
             alone = self._updates_lifted(alone, alive, set(asked), _asks_of_self(query))
         named = self._named(query)
@@ -806,12 +820,15 @@ def _small_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**62
 
 
-def _answering(alone: np.ndarray, before: np.ndarray, asks: np.ndarray) -> np.ndarray:
+def _answering(
+    alone: np.ndarray, before: np.ndarray, asks: np.ndarray, corrects: np.ndarray
+) -> np.ndarray:
     """Each row's own relevance, or that of the exchange before it when that one ends with
-    a question: an answer ("Passed all his phase 4 exams", after "How did Seán do this
-    year?") is about what it was asked, which its own words rarely name, so it passes the
-    bar when its question does."""
-    answers = np.flatnonzero((before >= 0) & asks[np.maximum(before, 0)])
+    a question, or when this one corrects it: an answer ("Passed all his phase 4 exams",
+    after "How did Seán do this year?") is about what it was asked, and a correction
+    ("Sorry, I meant Milan.", after "I live in Rome.") about what it corrects, which their
+    own words rarely name, so each passes the bar when the exchange before does."""
+    answers = np.flatnonzero((before >= 0) & (asks[np.maximum(before, 0)] | corrects))
     if not answers.size:
         return alone
     out = alone.copy()
