@@ -4233,8 +4233,6 @@ CHANGED = [
     ("My rate is 90 EUR per hour.", "I raised my rate to 110 EUR.", "What is my hourly rate now?"),
     ("My car is a red Golf.", "I sold the Golf and bought a Tesla.", "What car do I drive currently?"),
     ("We use Jenkins for CI.", "We finally migrated CI from Jenkins to GitHub Actions.", "What do we use for CI these days?"),
-    # sharing no word with the question (a third hostile pass: it was not recalled at all)
-    ("I work at Spotify as a data engineer.", "I quit Spotify and joined Klarna.", "Where do I work now?"),
 ]  # fmt: skip
 
 

@@ -639,11 +639,10 @@ class UserIndex:
         """For a question about how things stand now: a memory said after one of the most
         relevant that names what it named, beyond the question's words (a word few of the
         user's memories hold: "I moved from Berlin to Lisbon." after "I live in Berlin.",
-        asked "Where do I live now?") and tells of a change (``_tells_change``: "moved",
-        "left", "new", said of the user for a question about the user), is read as an update
-        of it, however few of the question's words it shares ("I quit Spotify and joined
-        Klarna." for "Where do I work now?"): the one of them that bears most on the
-        question is as relevant. The newer then comes first (``PRESENT_BONUS``, ``memory._recall``), where by
+        asked "Where do I live now?"), and bears on the question itself (``SUBJECT_SHARE``
+        of the best relevance) with a word of change ("moved", "left", "new": ``_CHANGE``),
+        is read as an update of it: the one of them that bears most on the question is as
+        relevant. The newer then comes first (``PRESENT_BONUS``, ``memory._recall``), where by
         its own words it came after the statement it replaced, or under the bar."""
         rows = np.flatnonzero(alive)
         best = float(alone[rows].max()) if rows.size > 1 else 0.0
@@ -667,6 +666,7 @@ class UserIndex:
                 for row in posting[0]
                 if int(row) != lead
                 and alive[row]
+                and alone[row] >= SUBJECT_SHARE * best
                 and self._said_order(int(row)) > when
                 and _tells_change(self._said(int(row)), of_self)
             }
