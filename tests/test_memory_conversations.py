@@ -4272,6 +4272,8 @@ MENTIONED = [
     (["I live in Berlin.", "My brother just moved from Berlin to Oslo."], "Where do I live now?", 0),
     (["I live in Berlin.", "I might move from Berlin to Oslo, not sure yet."], "Where do I live now?", 0),
     (["I work at Spotify.", "If I left Spotify I would join Klarna."], "Where do I work now?", 0),
+    # an aside naming the employer, without a floor on how much it bears (a fourth pass)
+    (["I work at Spotify as a data engineer.", "I left my umbrella at the Spotify office."], "Where do I work now?", 0),
 ]  # fmt: skip
 
 
