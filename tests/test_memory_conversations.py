@@ -3007,6 +3007,23 @@ def test_a_fact_that_opens_with_a_verb_is_stored(
     assert facts_of(rag.list_memories("v")) == []
 
 
+@pytest.mark.parametrize(
+    "drawn",
+    ["Boeing engineer.", "Redis user.", "Italy resident.", "Started a job. Boeing pays well."],
+)
+def test_a_fact_that_opens_with_a_name_the_user_never_typed_is_not_stored(
+    build: Callable[..., Any], drawn: str
+) -> None:
+    """Only plain words that open a fact are exempt from being typed by the user, by a
+    list: read by their endings ("-ing", "-s", "-ly"), "Boeing", "Redis" and "Italy" passed
+    as words (a hostile pass)."""
+    model = ScriptedChatModel(facts=[fact("job", drawn, 0)])
+    rag = build("store", model=model)
+    said = "I just started a new job and I drive to work every day."
+    rag.remember([{"role": "user", "content": said}], user_id="u", thread_id="t1", at=AT)
+    assert facts_of(rag.list_memories("u")) == []
+
+
 def test_a_fact_with_a_number_the_user_never_typed_is_not_stored(
     build: Callable[..., Any],
 ) -> None:

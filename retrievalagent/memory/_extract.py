@@ -103,16 +103,19 @@ def _invented(fact: str, source: str) -> list[str]:
     return out
 
 
-#: Endings of the words a fact written as a sentence about the user opens with, a verb or an
-#: adverb ("Stopped using Docker.", "Drives a Tesla.", "Married to Anna.", "Currently lives in
-#: Lisbon."): capitalised because they open it, not names.
-_OPENING_ENDINGS = ("s", "ed", "ing", "ly")
-#: Such words without those endings.
+#: Words a fact written as a sentence about the user opens with, capitalised because they
+#: open it, not names ("Stopped using Docker.", "Drives a Tesla.", "Married to Anna.",
+#: "Currently lives in Lisbon."). A list, not a word's ending: "Boeing engineer.", "Redis
+#: user." and "Italy resident." open with names the user must have typed.
 _OPENING_WORDS = frozenset(
     {"does", "did", "not", "no", "now", "still", "once", "never", "recently", "formerly",
-     "previously", "currently", "married", "single", "born", "moved", "left", "quit", "got",
-     "had", "went", "began", "became", "sold", "bought", "switched", "drives", "drove",
-     "lives", "lived", "works", "worked", "owns", "owned", "speaks", "studies", "studied"}
+     "previously", "currently", "usually", "mostly", "often", "also", "married", "single",
+     "divorced", "engaged", "born", "retired", "moved", "left", "quit", "joined", "started",
+     "stopped", "switched", "changed", "got", "had", "has", "went", "began", "became", "sold",
+     "bought", "drives", "drove", "lives", "lived", "works", "worked", "owns", "owned",
+     "speaks", "studies", "studied", "uses", "used", "prefers", "preferred", "runs", "ran",
+     "plays", "played", "likes", "liked", "loves", "hates", "wants", "needs", "manages",
+     "leads", "teaches", "rents", "rented", "upgraded", "migrated", "relocated", "resigned"}
 )  # fmt: skip
 
 
@@ -123,10 +126,7 @@ def _opens_sentence(fact: str, at: int) -> bool:
 def _plain_opening(token: str) -> bool:
     """Whether a fact's first word is a plain word (a verb, an adverb) capitalised by its
     place, not a name the user must have typed ("Klarna is ...", "PostgreSQL 15 ...")."""
-    word = token.lower()
-    if not token.isalpha() or not token[1:].islower():
-        return False
-    return word in _OPENING_WORDS or (len(word) > 4 and word.endswith(_OPENING_ENDINGS))
+    return token.isalpha() and token[1:].islower() and token.lower() in _OPENING_WORDS
 
 
 def checked_facts(facts: Sequence[ExtractedFact], said: Sequence[str]) -> list[ExtractedFact]:
