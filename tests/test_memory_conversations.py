@@ -3549,6 +3549,11 @@ PASTED = [
     ("The wifi password is purple monkey dishwasher", "monkey dishwasher"),
     ("the password was blue elephant", "elephant"),
     ("my gmail password is summer sun beach wave and it works", "beach wave"),
+    ("The wifi password is purple monkey 42", "monkey 42"),
+    ("Password for the NAS is purple monkey dishwasher", "monkey dishwasher"),
+    ("The WiFi key is purple monkey dishwasher", "monkey dishwasher"),
+    ("The wifi password's purple monkey dishwasher", "monkey dishwasher"),
+    ("my passcode is purple monkey dishwasher", "monkey dishwasher"),
     # lists of recovery codes (only the first was masked), and creds without "user:"
     ("Google backup codes: 1234 5678, 9012 3456, 7788 9911", "7788 9911"),
     ("recovery codes:\n48213\n99812", "99812"),
@@ -3644,6 +3649,16 @@ ORDINARY = [
     "password: must be at least 12 characters long",
     "Password: Must contain a digit",
     "recovery codes are stored in 1Password",
+    # sentences about a password a pass phrase's reading masked whole (a hostile pass)
+    "My password was reset yesterday afternoon.",
+    "The password is missing special characters.",
+    "My password is strong these days.",
+    "The password is available upon request.",
+    "The password is invalid per policy.",
+    # ... and that lost their first word before it
+    "My new password is much longer.",
+    "The password is changing next week.",
+    "The password is one word",
     "the backup codes page moved",
     "creds for the NAS: see the wiki",
     "the password is saved somewhere safe",

@@ -472,11 +472,13 @@ _PASSPHRASE_IS = re.compile(
 # "but" ...) are a pass phrase, masked whole (as one word, only its first went), unless
 # they read as a sentence about it (``_password_phrase_prose``)
 _JOINS = r"(?i:and|but|or|so|because|then|which|that)"
-_PHRASE_WORD = rf"(?!{_JOINS}\b)[A-Za-z]{{2,}}"
+_PHRASE_WORD = rf"(?!{_JOINS}\b)[A-Za-z0-9]{{2,}}"
 _PASSWORD_PHRASE_IS = re.compile(
-    rf"""(?i:(?:\b|_)(?:pass(?:word|wd)|pwd|pw|passwort|kennwort)\b)
-    (?:\s+{_IS_NOW}\s+)
-    (?P<value>{_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{1,11}})
+    rf"""(?i:(?:\b|_)(?:pass(?:word|wd|code)|pwd|pw|passwort|kennwort
+      |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key)\b)
+    (?:\s+(?i:for|on|of|at|to)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)?
+    (?:\s+{_IS_NOW}\s+|['’]s\s+)
+    (?P<value>(?=[A-Za-z0-9]*[A-Za-z]){_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{1,11}})
     (?=[ \t]*(?:[.!?;,\n]|$)|[ \t]+{_JOINS}\b)""",
     re.VERBOSE,
 )
@@ -806,6 +808,28 @@ def _passphrase_prose(value: str) -> bool:
     return first.isalpha() and _participle(first) and second in _PROSE_NEXT
 
 
+#: Words of a sentence about a password after "password is" ("reset yesterday afternoon",
+#: "available upon request", "much longer", "one word"): times, amounts, comparisons,
+#: prepositions and counts, which a pass phrase of plain words rarely holds.
+_SAID_OF_A_PASSWORD = frozenset(
+    {"yesterday", "today", "tomorrow", "tonight", "morning", "afternoon", "evening", "night",
+     "week", "weeks", "month", "months", "year", "years", "day", "days", "soon", "later",
+     "again", "anymore", "ago", "much", "more", "less", "longer", "shorter", "stronger",
+     "weaker", "better", "worse", "enough", "quite", "rather", "upon", "per", "via",
+     "without", "within", "after", "before", "until", "since", "during", "across", "through",
+     "about", "like", "than", "one", "two", "three", "four", "five", "six", "seven", "eight",
+     "nine", "ten", "single", "same", "different", "reset", "strong", "weak", "available",
+     "invalid", "valid", "required", "optional", "secure", "insecure", "unknown", "wrong",
+     "right", "simple", "easy", "hard", "temporary", "default", "empty", "blank", "fine",
+     "ok", "okay", "good", "bad", "new", "old", "long", "short", "policy", "rules", "these",
+     "those", "here", "there"}
+)  # fmt: skip
+
+
+def _progressive(word: str) -> bool:
+    return len(word) > 4 and word.endswith("ing")
+
+
 def _password_phrase_prose(value: str) -> bool:
     """Whether the words after "password is" say something of it ("is changed by IT every
     quarter", "is saved somewhere safe", "is case sensitive") rather than being it: a
@@ -814,9 +838,13 @@ def _password_phrase_prose(value: str) -> bool:
     participle first."""
     words = value.lower().split()
     return (
-        _participle(words[0])
+        any(_participle(w) or _progressive(w) for w in words)
         or any(
-            w in _FUNCTION_WORDS or w in _CLAUSE_WORDS or w in _PROSE_NEXT or w.endswith("ly")
+            w in _FUNCTION_WORDS
+            or w in _CLAUSE_WORDS
+            or w in _PROSE_NEXT
+            or w in _SAID_OF_A_PASSWORD
+            or w.endswith("ly")
             for w in words
         )
         or any(w in _NOT_A_VALUE for w in words[1:])
@@ -853,6 +881,8 @@ def _kept_as_prose(m: re.Match[str]) -> bool:
         return word.isalpha() and after is not None and _phrase_is_prose(f"{word} {after[1]}")
     plain = word.isalpha() and word.islower()
     rest = m.string[m.end() :]
+    if plain and word == value and (word in _SAID_OF_A_PASSWORD or _progressive(word)):
+        return True  # "is much longer", "is changing next week", "is one word"
     if re.search(r"\bto\s*$", connector, re.IGNORECASE):
         # "changed to match the policy": a plain word there is a secret only ending the clause
         return plain and word == value and not _CLAUSE_END.match(rest)
