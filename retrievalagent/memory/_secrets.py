@@ -264,18 +264,23 @@ _SECRET_NOW = re.compile(
 # "creds for the NAS: Sunshine2024", "creds for the NAS: bob / Sunshine2024": after the
 # colon a password's shape, alone or after a user and "/" (masked by ``_SHAPED``)
 _CREDENTIALS_VALUE = re.compile(
-    r"""\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?\s*[:=：]\s*(?:[^\s:/|"']+\s*[/|]\s*)?
+    r"""\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?
+    (?:\s*[:=：]|\s+(?:are|is|were|was)\b:?|\s+[-–—])\s*(?:[^\s:/|"']+\s*[/|]\s*)?
     (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
 # "Google backup codes: 1234 5678, 9012 3456", "recovery codes:\n48213\n99812", "GitHub
 # recovery codes: 4f8a2-9bc31 7d2e1-0a9f4", "recovery code 48213": the whole list (``_PIN``
 # took its first code only), each code with a digit
-_CODE = r"(?=[0-9A-Za-z\-]*\d)[0-9A-Za-z]{4,12}(?:-[0-9A-Za-z]{4,12})?"
+_CODE = r"(?=[0-9A-Za-z\-]*\d)[0-9A-Za-z]{4,12}(?:-[0-9A-Za-z]{4,12}){0,3}"
+# between codes: a comma, ";" or "/", spaces, or a new line, and a list's "-" or "1."
+_CODE_GAP = r"(?:[ \t]*[,;/][ \t]*\n?|[ \t]*\n|[ \t]+)[ \t]*(?:(?:[-*•]|\d{1,2}[.)])[ \t]+)?"
 _RECOVERY_CODES = re.compile(
-    rf"""\b(?i:(?:recovery|backup|2fa|mfa|two[ -]factor)\s+codes?)(?i:\s+(?:are|were|is|was))?
-    [ \t]*[:=#]?\s*
-    (?P<value>{_CODE}(?:[ \t]*[,;]?\s*{_CODE})*)(?![\w\-])""",
+    rf"""\b(?i:(?:recovery|backup|emergency|scratch|2fa|mfa|two[ -]factor)(?:\s+backup)?\s+codes?)
+    (?i:\s+for\s+[^\s:]+(?:\s+[^\s:]+)?)?(?:\s*\([^()\n]{{1,30}}\))?(?:\s*\#\d{{1,2}})?
+    (?P<colon>(?i:\s+(?:are|were|is|was))?[ \t]*[:=]|(?i:\s+(?:are|were|is|was)))?
+    \s*(?:(?:[-*•]|\d{{1,2}}[.)])[ \t]+)?
+    (?P<value>(?(colon)|(?!(?:19|20)\d\d\b)){_CODE}(?:{_CODE_GAP}{_CODE})*)(?![\w\-])""",
     re.VERBOSE,
 )
 # "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
@@ -982,11 +987,14 @@ def _key_shaped(value: str) -> bool:
     return mixed or any(c.lower() > "f" for c in letters)
 
 
+#: A product or a ticket, not a password: "1Password", "JIRA-4411", "PR#1234".
+_NAMED_THING = re.compile(r"\d[A-Z][a-z]+|[A-Z]{2,}[-#]\d+")
+
 #: Patterns whose value is masked only when it has the shape (in this order).
 _SHAPED: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = (
     (_LABEL_THEN_VALUE, _password_shaped),
     (_LOGIN_PAIR, _password_shaped),
-    (_CREDENTIALS_VALUE, _password_shaped),
+    (_CREDENTIALS_VALUE, lambda v: _password_shaped(v) and not _NAMED_THING.fullmatch(v)),
     (_LABEL_THEN_KEY, _key_shaped),
     (_LOGIN_WITH, _login_password_shaped),
     (_SECRET_NOW, _strong_password_shaped),
