@@ -245,20 +245,27 @@ def _relative_weeks(now: datetime, text: str) -> TimeRef | None:
         n = _count(m.group("n"))
         centre = today - timedelta(days=7 * n)
         return _days(now, centre - timedelta(days=4), centre + timedelta(days=3))
-    for m in re.finditer(rf"\b(?P<said>on |last |this past )?{_WEEKDAY}\b", text):
-        if not m.group("said") and _NAMES_A_KIND.search(text, 0, m.start()):
-            continue  # "my Friday standup", "every Monday": which one, not when
+    for m in re.finditer(rf"\b(?P<said>last |this past )?{_WEEKDAY}\b", text):
+        if not m.group("said") and (_SCHEDULE.search(text, 0, m.start()) or not _PAST.search(text)):
+            continue  # "When is my Friday standup?", "What's due Friday?": not a past day
         back = (today.weekday() - _WEEKDAYS[m.group("weekday")]) % 7 or 7
         day = today - timedelta(days=back)
         return _days(now, day, day)
     return None
 
 
-#: A word before a weekday that makes it part of a name or a schedule ("my Friday standup",
-#: "every Monday", "the Sunday roast", "next Tuesday"), not a past day.
-_NAMES_A_KIND = re.compile(
-    r"\b(?:my|our|your|his|her|their|the|a|an|every|each|next|that|most|some)\s+$"
+#: A weekday named without "last" points back only in a question about the past ("What did
+#: I say on Friday?", "How was my Sunday?", "What did we discuss in our Monday chat?"); in
+#: one about now or later it names a schedule or a meeting ("When is my Friday standup?",
+#: "Is my standup on Friday?", "What's due Friday?").
+_PAST = re.compile(
+    r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|said|told|talked|spoke|asked|went|"
+    r"got|came|ate|bought|sent|wrote|met|saw|made|paid|spent|took|left|forgot|heard|"
+    r"thought|felt|[a-z]{3,}ed)\b"
 )
+#: A word before it that makes it a schedule whatever the tense ("every Monday", "next
+#: Tuesday", "most Fridays").
+_SCHEDULE = re.compile(r"\b(?:every|each|next|most|some)\s+$")
 
 
 # Parts of a month: (first day, last day; 0 = the month's last day).
