@@ -1218,7 +1218,10 @@ def _recollections(
     question about now, the newer statement before the one it changed, whatever their
     scores by words (sorted by score, ``k=2`` put "I live in Berlin." before "I moved from
     Berlin to Lisbon." that ``k=1`` returned alone). Among the other kinds each takes the
-    place of the best score at or after it in that order."""
+    place of the best score at or after it in that order. (Which memories ``k`` places
+    hold is the reader's choice for ``k``, as for the prompt's count: a question naming a
+    time keeps the last of few places for the best memory from outside it, so ``recall(k=2)``
+    need not be the first two of ``recall(k=10)``.)"""
     ranked: dict[int, float] = {}
     lowest = -math.inf
     for hit in reversed([h for h in hits if h.kind == CONVERSATION]):
