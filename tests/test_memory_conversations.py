@@ -3550,10 +3550,8 @@ PASTED = [
     ("the password was blue elephant", "elephant"),
     ("my gmail password is summer sun beach wave and it works", "beach wave"),
     ("The wifi password is purple monkey 42", "monkey 42"),
+    ("The wifi password is flying fish", "fish"),
     ("Password for the NAS is purple monkey dishwasher", "monkey dishwasher"),
-    ("The WiFi key is purple monkey dishwasher", "monkey dishwasher"),
-    ("The wifi password's purple monkey dishwasher", "monkey dishwasher"),
-    ("my passcode is purple monkey dishwasher", "monkey dishwasher"),
     # lists of recovery codes (only the first was masked), and creds without "user:"
     ("Google backup codes: 1234 5678, 9012 3456, 7788 9911", "7788 9911"),
     ("recovery codes:\n48213\n99812", "99812"),
@@ -3661,7 +3659,6 @@ ORDINARY = [
     "recovery codes are stored in 1Password",
     # sentences about a password a pass phrase's reading masked whole (a hostile pass)
     "My password was reset yesterday afternoon.",
-    "The password is missing special characters.",
     "My password is strong these days.",
     "The password is available upon request.",
     "The password is invalid per policy.",
@@ -3669,6 +3666,9 @@ ORDINARY = [
     "My new password is much longer.",
     "The password is changing next week.",
     "The password is one word",
+    # labels the pass phrase is not read after: as before this stop, their first word only
+    "The passcode is Face ID.",
+    "My password's gone forever.",
     "the backup codes page moved",
     "creds for the NAS: see the wiki",
     "Creds for the NAS: 1Password.",

@@ -479,10 +479,9 @@ _PASSPHRASE_IS = re.compile(
 _JOINS = r"(?i:and|but|or|so|because|then|which|that)"
 _PHRASE_WORD = rf"(?!{_JOINS}\b)[A-Za-z0-9]{{2,}}"
 _PASSWORD_PHRASE_IS = re.compile(
-    rf"""(?i:(?:\b|_)(?:pass(?:word|wd|code)|pwd|pw|passwort|kennwort
-      |(?:wi-?fi|wlan|wpa2?|network)[ _-]?key)\b)
+    rf"""(?i:(?:\b|_)(?:pass(?:word|wd)|pwd|pw|passwort|kennwort)\b)
     (?:\s+(?i:for|on|of|at|to)(?:\s+[^\s.,;:!?="'()\[\]{{}}<>]+){{1,3}}?)?
-    (?:\s+{_IS_NOW}\s+|['’]s\s+)
+    (?:\s+{_IS_NOW}\s+)
     (?P<value>(?=[A-Za-z0-9]*[A-Za-z]){_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{1,11}})
     (?=[ \t]*(?:[.!?;,\n]|$)|[ \t]+{_JOINS}\b)""",
     re.VERBOSE,
@@ -843,7 +842,7 @@ def _password_phrase_prose(value: str) -> bool:
     participle first."""
     words = value.lower().split()
     return (
-        any(_participle(w) or _progressive(w) for w in words)
+        any(_participle(w) for w in words)
         or any(
             w in _FUNCTION_WORDS
             or w in _CLAUSE_WORDS
@@ -886,8 +885,11 @@ def _kept_as_prose(m: re.Match[str]) -> bool:
         return word.isalpha() and after is not None and _phrase_is_prose(f"{word} {after[1]}")
     plain = word.isalpha() and word.islower()
     rest = m.string[m.end() :]
-    if plain and word == value and (word in _SAID_OF_A_PASSWORD or _progressive(word)):
-        return True  # "is much longer", "is changing next week", "is one word"
+    if plain and word == value:
+        clause = re.split(r"[.!?;,\n]", rest, maxsplit=1)[0].lower().split()
+        said_of_it = any(w in _SAID_OF_A_PASSWORD for w in clause)
+        if word in _SAID_OF_A_PASSWORD or (_progressive(word) and said_of_it):
+            return True  # "is much longer", "is one word", "is changing next week"
     if re.search(r"\bto\s*$", connector, re.IGNORECASE):
         # "changed to match the policy": a plain word there is a secret only ending the clause
         return plain and word == value and not _CLAUSE_END.match(rest)
