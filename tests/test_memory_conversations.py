@@ -4323,6 +4323,32 @@ MENTIONED = [
 
 
 @pytest.mark.parametrize(
+    ("question", "window"),
+    [
+        ("What did I say in our Monday chat?", True),
+        ("How was my Sunday?", True),
+        ("Who brought cake on Tuesday?", True),
+        ("Who won Saturday's game?", True),
+        ("What did I tell you friday?", True),
+        ("When is my Friday standup?", False),
+        ("What is scheduled for Friday?", False),
+        ("Is Friday's dinner cancelled?", False),
+        ("What's due Friday?", False),
+        ("Do we meet every Monday?", False),
+    ],
+)
+def test_a_weekday_opens_a_window_in_a_question_about_the_past(question: str, window: bool) -> None:
+    """A weekday without "last" points back to that day only when the question asks about
+    the past, by its first auxiliary or, without one, a verb in the past: a hostile pass
+    found "What is scheduled for Friday?" read as past (any word in -ed was) and "Who
+    brought cake on Tuesday?" read as not."""
+    from retrievalagent.memory._temporal import time_ref
+
+    found = time_ref(question, datetime(2026, 12, 2, 12, tzinfo=timezone.utc))
+    assert bool(found and found.start) is window, (question, found)
+
+
+@pytest.mark.parametrize(
     "asked",
     [
         "When is my Friday standup?",

@@ -246,7 +246,9 @@ def _relative_weeks(now: datetime, text: str) -> TimeRef | None:
         centre = today - timedelta(days=7 * n)
         return _days(now, centre - timedelta(days=4), centre + timedelta(days=3))
     for m in re.finditer(rf"\b(?P<said>last |this past )?{_WEEKDAY}\b", text):
-        if not m.group("said") and (_SCHEDULE.search(text, 0, m.start()) or not _PAST.search(text)):
+        if not m.group("said") and (
+            _SCHEDULE.search(text, 0, m.start()) or not _asks_about_the_past(text)
+        ):
             continue  # "When is my Friday standup?", "What's due Friday?": not a past day
         back = (today.weekday() - _WEEKDAYS[m.group("weekday")]) % 7 or 7
         day = today - timedelta(days=back)
@@ -255,14 +257,33 @@ def _relative_weeks(now: datetime, text: str) -> TimeRef | None:
 
 
 #: A weekday named without "last" points back only in a question about the past ("What did
-#: I say on Friday?", "How was my Sunday?", "What did we discuss in our Monday chat?"); in
-#: one about now or later it names a schedule or a meeting ("When is my Friday standup?",
-#: "Is my standup on Friday?", "What's due Friday?").
-_PAST = re.compile(
-    r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|said|told|talked|spoke|asked|went|"
-    r"got|came|ate|bought|sent|wrote|met|saw|made|paid|spent|took|left|forgot|heard|"
-    r"thought|felt|[a-z]{3,}ed)\b"
+#: I say on Friday?", "How was my Sunday?", "Who brought cake on Tuesday?"); in one about
+#: now or later it names a schedule or a meeting ("When is my Friday standup?", "What is
+#: scheduled for Friday?", "What's due Friday?"). The question's first auxiliary tells which;
+#: without one, a verb in the past does.
+_AUXILIARY = re.compile(
+    r"\b(?:did|didn['’]t|was|wasn['’]t|were|weren['’]t|had|have|has|haven['’]t|hasn['’]t"
+    r"|is|isn['’]t|are|aren['’]t|am|will|won['’]t|can|do|does|don['’]t|should|shall)\b"
+    r"|\b(?:what|who|where|when|how|that|there|it|he|she)['’]s\b|['’](?:re|ll|m)\b"
 )
+_PAST_AUXILIARIES = frozenset(
+    {"did", "didn't", "didn’t", "was", "wasn't", "wasn’t", "were", "weren't", "weren’t", "had",
+     "have", "has", "haven't", "haven’t", "hasn't", "hasn’t"}
+)  # fmt: skip
+_PAST = re.compile(
+    r"\b(?:said|told|talked|spoke|asked|went|got|came|ate|bought|brought|sent|wrote|met|saw"
+    r"|made|paid|spent|took|left|forgot|heard|thought|felt|won|lost|ran|drove|sang|gave|found"
+    r"|[a-z]{3,}ed)\b"
+)
+
+
+def _asks_about_the_past(text: str) -> bool:
+    first = _AUXILIARY.search(text)
+    if first is not None:
+        return first.group(0) in _PAST_AUXILIARIES
+    return _PAST.search(text) is not None
+
+
 #: A word before it that makes it a schedule whatever the tense ("every Monday", "next
 #: Tuesday", "most Fridays").
 _SCHEDULE = re.compile(r"\b(?:every|each|next|most|some)\s+$")
