@@ -2990,6 +2990,9 @@ async def test_facts_about_the_user_under_ainvoke(abuild: Callable[..., Any], ki
         ("I don't use Docker anymore.", "Does not use Docker anymore."),
         ("we just moved to lisbon", "Currently lives in Lisbon."),
         ("I drive a tesla now", "Drives a Tesla."),
+        # a form of the user's own verb, not in the list (a third hostile pass)
+        ("I enjoy hiking on weekends", "Enjoys hiking."),
+        ("I commute by bike", "Commutes by bike."),
     ],
 )
 def test_a_fact_that_opens_with_a_verb_is_stored(

@@ -97,7 +97,7 @@ def _invented(fact: str, source: str) -> list[str]:
         if not token or token.lower() in _COMMON or token.lower() in typed:
             continue
         subject = re.match(r"\s+(?:is|was|are|were|has|have)\b", fact[found.end() :])
-        if _opens_sentence(fact, found.start()) and _plain_opening(token) and not subject:
+        if _opens_sentence(fact, found.start()) and _plain_opening(token, typed) and not subject:
             continue  # "Paris is home." opens with a name
         out.append(token)
     return out
@@ -123,10 +123,18 @@ def _opens_sentence(fact: str, at: int) -> bool:
     return not fact[:at].strip() or fact[:at].rstrip()[-1:] in ".!?"
 
 
-def _plain_opening(token: str) -> bool:
+def _plain_opening(token: str, typed: str) -> bool:
     """Whether a fact's first word is a plain word (a verb, an adverb) capitalised by its
-    place, not a name the user must have typed ("Klarna is ...", "PostgreSQL 15 ...")."""
-    return token.isalpha() and token[1:].islower() and token.lower() in _OPENING_WORDS
+    place, not a name the user must have typed ("Klarna is ...", "PostgreSQL 15 ..."): one
+    of ``_OPENING_WORDS``, or a form of a word the user typed ("Enjoys hiking." after "I
+    enjoy hiking"; its stem begins one of their words)."""
+    if not token.isalpha() or not token[1:].islower():
+        return False
+    word = token.lower()
+    if word in _OPENING_WORDS:
+        return True
+    stem = re.sub(r"(?:ies|es|s|ed|d|ing)$", "", word)
+    return len(stem) >= 3 and stem != word and re.search(rf"\b{stem}", typed) is not None
 
 
 def checked_facts(facts: Sequence[ExtractedFact], said: Sequence[str]) -> list[ExtractedFact]:
