@@ -474,7 +474,7 @@ def test_the_offline_answer_dates_what_was_said_as_the_prompt_does(
 
 @pytest.mark.parametrize(
     "question",
-    ["May 2 teams share the build server?", "Is the build server shared on Sunday?"],
+    ["May 2 teams share the build server?", "Was the build server shared on Sunday?"],
 )
 def test_a_time_read_into_a_question_does_not_push_out_what_it_is_about(
     make_agent: Callable[..., Any], question: str
