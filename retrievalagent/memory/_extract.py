@@ -6,8 +6,8 @@ so that a newer fact on the same subject replaces the older one. A model fills t
 fields, and small models misfill them, so each fact is checked against the user's own
 messages before it is stored: every number, version and capitalised name in it must be
 something the user typed (a plain word that opens the fact, "Stopped using Docker.", is
-capitalised by its place, not a name), it must be one short line, hold no secret, and point at the
-messages it came from (``checked_facts``).
+capitalised by its place, not a name), it must be one short line, hold no secret, and
+point at the messages it came from (``checked_facts``).
 
 The model's side lives with the other LLM roles (``models``); this module holds the
 Protocol it implements and the checks.
@@ -96,9 +96,10 @@ def _invented(fact: str, source: str) -> list[str]:
         token = found.group(0).strip(".'-")
         if not token or token.lower() in _COMMON or token.lower() in typed:
             continue
+        # a word the sentence is about ("Paris is home.") is a name, however it ends
         subject = re.match(r"\s+(?:is|was|are|were|has|have)\b", fact[found.end() :])
         if _opens_sentence(fact, found.start()) and _plain_opening(token, typed) and not subject:
-            continue  # "Paris is home." opens with a name
+            continue  # a plain word capitalised by its place
         out.append(token)
     return out
 

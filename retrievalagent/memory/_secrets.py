@@ -831,15 +831,16 @@ _SAID_OF_A_PASSWORD = frozenset(
 
 
 def _progressive(word: str) -> bool:
+    """An -ing form ("changing", "expiring"), which a sentence about a password opens with."""
     return len(word) > 4 and word.endswith("ing")
 
 
 def _password_phrase_prose(value: str) -> bool:
     """Whether the words after "password is" say something of it ("is changed by IT every
-    quarter", "is saved somewhere safe", "is case sensitive") rather than being it: a
-    function word, a word of a clause or place, an adverb, a word that describes a value
-    (past the first of three or more: "correct horse ..." begins a phrase), or a
-    participle first."""
+    quarter", "is saved somewhere safe", "is case sensitive", "was reset yesterday") rather
+    than being it: a participle, a function word, a word of a clause or place, an adverb,
+    a word of time, amount or count (``_SAID_OF_A_PASSWORD``), or a word that describes a
+    value (past the first of three or more: "correct horse ..." begins a phrase)."""
     words = value.lower().split()
     return (
         any(_participle(w) for w in words)
