@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from retrievalagent.index import Hit, LexicalEncoder
-from retrievalagent.memory._conversations import found_by
+from retrievalagent.memory._conversations import SENTENCE_END, found_by
 from retrievalagent.memory._kinds import kinds_asked, kinds_named
 from retrievalagent.retrieval import Fuser, make_fuser
 
@@ -125,7 +125,6 @@ _NOT_MADE = re.compile(
     r"|plan(?:ning)?\ to|want(?:ing)?\ to|hop(?:e|ing)\ to|not\ sure|whether)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSE_START = re.compile(r"^(?:.*[,;:—–(])?\s*", re.DOTALL)
 
 
@@ -140,7 +139,7 @@ def _tells_change(said: str, by_speaker: bool) -> bool:
     not one only considered ("I might move"); with ``by_speaker``, one the speaker made:
     its subject "I", "we", or none ("Small win: raised my rate"), not another person ("my
     brother moved", for "Where do I live now?")."""
-    for sentence in _SENTENCE.split(said):
+    for sentence in (s for line in said.splitlines() for s in SENTENCE_END.split(line)):
         change = _CHANGE.search(sentence)
         if change is None or _NOT_MADE.search(sentence):
             continue

@@ -263,10 +263,12 @@ _SECRET_NOW = re.compile(
 )
 # "creds for the NAS: Sunshine2024", "creds for the NAS: bob / Sunshine2024": after the
 # colon a password's shape, alone or after a user and "/" (masked by ``_SHAPED``)
+#: "creds", "credentials for the NAS": the label of both credential patterns.
+_CREDS = r"\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?"
 _CREDENTIALS_VALUE = re.compile(
-    r"""\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?
+    rf"""{_CREDS}
     (?:\s*[:=：]|\s+(?:are|is|were|was)\b:?|\s+[-–—])\s*(?:[^\s:/|"']+\s*[/|]\s*)?
-    (?P<value>[^\s"',;()\[\]{}<>]{6,}?)(?=[.,;:!?)]?(?:\s|$))""",
+    (?P<value>[^\s"',;()\[\]{{}}<>]{{6,}}?)(?=[.,;:!?)]?(?:\s|$))""",
     re.VERBOSE | re.IGNORECASE,
 )
 # "Google backup codes: 1234 5678, 9012 3456", "recovery codes:\n48213\n99812", "GitHub
@@ -285,7 +287,7 @@ _RECOVERY_CODES = re.compile(
 )
 # "the credentials are bob:hunter2", "credentials: bob:hunter2": the part after the user
 _CREDENTIALS = re.compile(
-    r"""\bcred(?:ential)?s?(?:\s+for(?:\s+[^\s:]+){1,3}?)?\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)
+    rf"""{_CREDS}\s*(?:[:=：]|\b(?:are|is|were|was)\b:?)
     \s*[^\s:"']+:(?P<value>[^\s"']+)""",
     re.VERBOSE | re.IGNORECASE,
 )
