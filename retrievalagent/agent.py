@@ -1081,8 +1081,9 @@ class RetrievalAgent:
         self, query: str, *, user_id: str, k: int = 10, now: Any = None
     ) -> list[Recollection]:
         """What the agent's ``read_memory`` would recall for ``query``: all kinds, best
-        first, at most ``k`` (search facts and conversation memories that clear their
-        relevance bars, and the user's preferences). ``now`` is when the question counts
+        first (conversation memories in the prompt's order), at most ``k`` (search facts
+        and conversation memories that clear their relevance bars, and the user's
+        preferences). ``now`` is when the question counts
         as asked (a datetime, a date or an ISO string; default now), for "last week" and the
         like."""
         self._refuse_blocking_own_loop("recall", "arecall")
